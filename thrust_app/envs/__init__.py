@@ -1,0 +1,39 @@
+"""Thrust's environments: pure-Python cores, their gymnasium form, and batched forms for training.
+
+`make_env(name)` gives a gymnasium env for a Thrust alias or id, or for any gymnasium id.
+Importing this package needs only the standard library; the gymnasium and array parts load on use.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .core import ALIASES, CORE_ENVS, UnknownEnvError, resolve_env_id, valid_names
+
+
+def make_env(name: str, **kwargs: Any) -> Any:
+    """A gymnasium env: Thrust's by alias or id (`snake`, `thrust/Snake-v0`), else any gymnasium id.
+
+    Unknown names raise UnknownEnvError listing Thrust's envs.
+    """
+    import gymnasium as gym
+
+    from .gym_adapter import register_envs
+
+    register_envs()
+    try:
+        env_id = resolve_env_id(name)
+    except UnknownEnvError:
+        env_id = name
+    try:
+        return gym.make(env_id, **kwargs)
+    except gym.error.Error as err:
+        if env_id in CORE_ENVS:
+            raise
+        raise UnknownEnvError(
+            f"unknown environment {name!r} ({err}); valid Thrust names: {valid_names()}, "
+            "or any registered gymnasium id such as CartPole-v1"
+        ) from None
+
+
+__all__ = ["ALIASES", "CORE_ENVS", "UnknownEnvError", "make_env", "resolve_env_id", "valid_names"]

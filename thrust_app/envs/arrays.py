@@ -1,0 +1,86 @@
+"""Where batched environments get their arrays and random numbers: numpy on the CPU, or torch on any device.
+
+Arithmetic goes through the array API (`array_api_compat`), which numpy and torch both speak, so a
+batched env is written once. What the standard leaves out, random numbers and placement on a
+device, lives in the two small backends below.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+import array_api_compat
+
+BackendName = Literal["numpy", "torch"]
+
+
+class NumpyBackend:
+    """Arrays in numpy, random numbers from a seeded `numpy.random.Generator`."""
+
+    name = "numpy"
+
+    def __init__(self, seed: int | None = None) -> None:
+        import numpy as np
+
+        self.xp = array_api_compat.array_namespace(np.zeros(0))
+        self.device = "cpu"
+        self._rng = np.random.default_rng(seed)
+
+    def seed(self, seed: int) -> None:
+        import numpy as np
+
+        self._rng = np.random.default_rng(seed)
+
+    def uniform(self, low: float, high: float, shape: tuple[int, ...], dtype: Any) -> Any:
+        return self._rng.uniform(low, high, size=shape).astype(dtype, copy=False)
+
+    def integers(self, high: int, shape: tuple[int, ...]) -> Any:
+        return self._rng.integers(0, high, size=shape)
+
+    def asarray(self, values: Any, dtype: Any = None) -> Any:
+        return self.xp.asarray(values, dtype=dtype)
+
+
+class TorchBackend:
+    """Tensors on a torch device (CPU or CUDA), random numbers from a seeded `torch.Generator` there."""
+
+    name = "torch"
+
+    def __init__(self, seed: int | None = None, device: str = "cpu") -> None:
+        import torch
+
+        self._torch = torch
+        self.device = torch.device(device)
+        self.xp = array_api_compat.array_namespace(torch.zeros(0))
+        self._gen = torch.Generator(device=self.device)
+        if seed is None:
+            self._gen.seed()
+        else:
+            self._gen.manual_seed(seed)
+
+    def seed(self, seed: int) -> None:
+        self._gen.manual_seed(seed)
+
+    def uniform(self, low: float, high: float, shape: tuple[int, ...], dtype: Any) -> Any:
+        u = self._torch.rand(shape, generator=self._gen, device=self.device, dtype=dtype)
+        return u * (high - low) + low
+
+    def integers(self, high: int, shape: tuple[int, ...]) -> Any:
+        return self._torch.randint(0, high, shape, generator=self._gen, device=self.device)
+
+    def asarray(self, values: Any, dtype: Any = None) -> Any:
+        return self._torch.as_tensor(values, dtype=dtype, device=self.device)
+
+
+Backend = NumpyBackend | TorchBackend
+
+
+def make_backend(name: BackendName = "numpy", seed: int | None = None, device: str = "cpu") -> Backend:
+    """`numpy` (CPU only) or `torch` (on `device`); anything else is an error naming both."""
+    if name == "numpy":
+        if str(device) != "cpu":
+            raise ValueError(f"the numpy backend runs on the CPU only, not {device!r}; use backend='torch'")
+        return NumpyBackend(seed)
+    if name == "torch":
+        return TorchBackend(seed, device)
+    raise ValueError(f"unknown array backend {name!r}; choose 'numpy' or 'torch'")

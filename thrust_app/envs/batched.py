@@ -1,0 +1,233 @@
+"""Batched Bandit, CartPole and Pendulum: N copies stepped in array operations, no loop over envs.
+
+Each is written once against the array API, so the same code steps numpy arrays on the CPU and
+torch tensors on the CPU or a GPU (`backend="torch", device="cuda"`) with no copy to the host.
+The dynamics are the cores' (`thrust_app.envs.core`), line for line; tests hold them equal.
+Auto-reset draws fresh start states for every copy and keeps them only where an episode ended,
+which costs a few array ops but never a device-to-host sync.
+"""
+
+from __future__ import annotations
+
+import math
+from abc import abstractmethod
+from typing import Any
+
+from .arrays import BackendName, make_backend
+from .core import Box, Discrete, InvalidActionError, make_core
+from .core import bandit as bandit_core
+from .core import cartpole as cp
+from .core import pendulum as pd
+from .vec import BatchStep, CoreLoopVecEnv, VecEnv
+
+
+class ArrayBatchedEnv(VecEnv):
+    """Shared batching: state is an (N, k) float array; subclasses give start states and dynamics."""
+
+    core_id: str
+
+    def __init__(
+        self,
+        num_envs: int,
+        seed: int | None = None,
+        backend: BackendName = "numpy",
+        device: str = "cpu",
+        check_actions: bool = True,
+    ) -> None:
+        if num_envs < 1:
+            raise ValueError(f"num_envs must be >= 1, got {num_envs}")
+        core = make_core(self.core_id)
+        self.env_id = core.id
+        self.observation_space = core.observation_space
+        self.action_space = core.action_space
+        self.max_episode_steps = core.max_episode_steps
+        self.num_envs = num_envs
+        self.backend = make_backend(backend, seed, device)
+        #: Validating actions needs one device-to-host sync per step; hot loops that produce actions
+        #: from the action space itself may turn it off.
+        self.check_actions = check_actions
+        xp = self.xp
+        self.state = self._start_state(num_envs)
+        self.steps = xp.zeros((num_envs,), dtype=xp.int64, device=self.backend.device)
+        self.returns = xp.zeros((num_envs,), dtype=xp.float64, device=self.backend.device)
+
+    @abstractmethod
+    def _start_state(self, n: int) -> Any:
+        """Fresh start states, (n, k) float64."""
+
+    @abstractmethod
+    def _observe(self, state: Any) -> Any:
+        """Observations (n, *obs_shape) float32 of states (n, k)."""
+
+    @abstractmethod
+    def _dynamics(self, state: Any, actions: Any) -> tuple[Any, Any, Any]:
+        """(next state, reward float64, terminated bool) for every copy."""
+
+    def reset(self, seed: int | None = None) -> Any:
+        if seed is not None:
+            self.backend.seed(seed)
+        xp = self.xp
+        self.state = self._start_state(self.num_envs)
+        self.steps = xp.zeros_like(self.steps)
+        self.returns = xp.zeros_like(self.returns)
+        return self._observe(self.state)
+
+    def step(self, actions: Any) -> BatchStep:
+        xp = self.xp
+        actions = self.backend.asarray(actions)
+        if self.check_actions:
+            self._check(actions)
+        state, reward, terminated = self._dynamics(self.state, actions)
+        self.steps = self.steps + 1
+        if self.max_episode_steps is not None:
+            truncated = self.steps >= self.max_episode_steps
+        else:
+            truncated = xp.zeros_like(terminated)
+        self.returns = self.returns + reward
+        done = terminated | truncated
+        final_obs = self._observe(state)
+        episode_return, episode_length = self.returns, self.steps
+        self.state = xp.where(done[:, None], self._start_state(self.num_envs), state)
+        self.steps = xp.where(done, 0, self.steps)
+        self.returns = xp.where(done, 0.0, self.returns)
+        return BatchStep(
+            obs=self._observe(self.state),
+            reward=xp.astype(reward, xp.float32),
+            terminated=terminated,
+            truncated=truncated,
+            final_obs=final_obs,
+            episode_return=episode_return,
+            episode_length=episode_length,
+        )
+
+    def _check(self, actions: Any) -> None:
+        xp, space = self.xp, self.action_space
+        if isinstance(space, Discrete):
+            if tuple(actions.shape) != (self.num_envs,):
+                raise InvalidActionError(
+                    f"actions have shape {tuple(actions.shape)}; expected ({self.num_envs},), one int per env"
+                )
+            if not xp.isdtype(actions.dtype, "integral"):
+                raise InvalidActionError(f"actions have dtype {actions.dtype}; expected integers in [0, {space.n - 1}]")
+            bad = (actions < 0) | (actions >= space.n)
+            limits = f"[0, {space.n - 1}]"
+        else:
+            expected = (self.num_envs, *space.shape)
+            if tuple(actions.shape) != expected:
+                raise InvalidActionError(f"actions have shape {tuple(actions.shape)}; expected {expected}")
+            low = self.backend.asarray(space.low, dtype=actions.dtype)
+            high = self.backend.asarray(space.high, dtype=actions.dtype)
+            bad = xp.any(~((actions >= low) & (actions <= high)), axis=tuple(range(1, actions.ndim)))
+            limits = f"[{space.low}, {space.high}] (clip to the action space; NaN is never valid)"
+        if bool(xp.any(bad)):
+            index = int(xp.argmax(xp.astype(bad, xp.int8)))
+            raise InvalidActionError(f"action of env {index} is {actions[index].tolist()}, outside {limits}")
+
+
+class BatchedBandit(ArrayBatchedEnv):
+    """The simple contextual bandit; state column 0 is the context (0.0 or 1.0)."""
+
+    core_id = bandit_core.SimpleBandit.id
+
+    def _start_state(self, n: int) -> Any:
+        return self.xp.astype(self.backend.integers(2, (n, 1)), self.xp.float64)
+
+    def _observe(self, state: Any) -> Any:
+        return self.xp.astype(state, self.xp.float32)
+
+    def _dynamics(self, state: Any, actions: Any) -> tuple[Any, Any, Any]:
+        xp = self.xp
+        context = xp.astype(state[:, 0], xp.int64)
+        correct = xp.take(self.backend.asarray(bandit_core.CORRECT_LEVER, dtype=xp.int64), context)
+        reward = xp.astype(actions == correct, xp.float64)
+        return state, reward, xp.ones_like(actions, dtype=xp.bool)
+
+
+class BatchedCartPole(ArrayBatchedEnv):
+    """CartPole-v1 dynamics on (N, 4) states: x, x_dot, theta, theta_dot."""
+
+    core_id = cp.CartPole.id
+
+    def _start_state(self, n: int) -> Any:
+        return self.backend.uniform(-cp.RESET_BOUND, cp.RESET_BOUND, (n, 4), self.xp.float64)
+
+    def _observe(self, state: Any) -> Any:
+        return self.xp.astype(state, self.xp.float32)
+
+    def _dynamics(self, state: Any, actions: Any) -> tuple[Any, Any, Any]:
+        xp = self.xp
+        x, x_dot, theta, theta_dot = (state[:, i] for i in range(4))
+        force = xp.astype(2 * actions - 1, xp.float64) * cp.FORCE_MAG
+        costheta, sintheta = xp.cos(theta), xp.sin(theta)
+        temp = (force + cp.POLE_MASS_LENGTH * theta_dot**2 * sintheta) / cp.TOTAL_MASS
+        thetaacc = (cp.GRAVITY * sintheta - costheta * temp) / (
+            cp.HALF_POLE_LENGTH * (4.0 / 3.0 - cp.MASS_POLE * costheta**2 / cp.TOTAL_MASS)
+        )
+        xacc = temp - cp.POLE_MASS_LENGTH * thetaacc * costheta / cp.TOTAL_MASS
+        new_state = xp.stack(
+            [x + cp.TAU * x_dot, x_dot + cp.TAU * xacc, theta + cp.TAU * theta_dot, theta_dot + cp.TAU * thetaacc],
+            axis=1,
+        )
+        x, theta = new_state[:, 0], new_state[:, 2]
+        terminated = (x < -cp.X_LIMIT) | (x > cp.X_LIMIT) | (theta < -cp.THETA_LIMIT) | (theta > cp.THETA_LIMIT)
+        return new_state, xp.ones_like(x), terminated
+
+
+class BatchedPendulum(ArrayBatchedEnv):
+    """Pendulum-v1 dynamics on (N, 2) states: theta, theta_dot."""
+
+    core_id = pd.Pendulum.id
+
+    def _start_state(self, n: int) -> Any:
+        xp = self.xp
+        theta = self.backend.uniform(-math.pi, math.pi, (n, 1), xp.float64)
+        theta_dot = self.backend.uniform(-1.0, 1.0, (n, 1), xp.float64)
+        return xp.concat([theta, theta_dot], axis=1)
+
+    def _observe(self, state: Any) -> Any:
+        xp = self.xp
+        theta = state[:, 0]
+        return xp.astype(xp.stack([xp.cos(theta), xp.sin(theta), state[:, 1]], axis=1), xp.float32)
+
+    def _dynamics(self, state: Any, actions: Any) -> tuple[Any, Any, Any]:
+        xp = self.xp
+        theta, theta_dot = state[:, 0], state[:, 1]
+        u = xp.clip(xp.astype(actions[:, 0], xp.float64), -pd.MAX_TORQUE, pd.MAX_TORQUE)
+        normalized = ((theta + math.pi) % (2 * math.pi)) - math.pi
+        costs = normalized**2 + 0.1 * theta_dot**2 + 0.001 * (u**2)
+        new_theta_dot = theta_dot + (
+            3 * pd.GRAVITY / (2 * pd.LENGTH) * xp.sin(theta) + 3.0 / (pd.MASS * pd.LENGTH**2) * u
+        ) * pd.DT
+        new_theta_dot = xp.clip(new_theta_dot, -pd.MAX_SPEED, pd.MAX_SPEED)
+        new_state = xp.stack([theta + new_theta_dot * pd.DT, new_theta_dot], axis=1)
+        return new_state, -costs, xp.zeros_like(theta, dtype=xp.bool)
+
+
+BATCHED_ENVS: dict[str, type[ArrayBatchedEnv]] = {
+    cls.core_id: cls for cls in (BatchedBandit, BatchedCartPole, BatchedPendulum)
+}
+
+
+def make_batched(
+    name: str,
+    num_envs: int,
+    seed: int | None = None,
+    backend: BackendName = "numpy",
+    device: str = "cpu",
+    **core_kwargs: Any,
+) -> VecEnv:
+    """N copies of a Thrust env by id or alias: array-batched where possible, else a loop of cores.
+
+    `core_kwargs` (e.g. Snake's `width`) go to each core and apply to loop-batched envs only.
+    """
+    from .core import resolve_env_id
+
+    env_id = resolve_env_id(name)
+    if env_id in BATCHED_ENVS:
+        if core_kwargs:
+            raise TypeError(f"{env_id} takes no options, got {sorted(core_kwargs)}")
+        return BATCHED_ENVS[env_id](num_envs, seed=seed, backend=backend, device=device)
+    return CoreLoopVecEnv(lambda: make_core(env_id, **core_kwargs), num_envs, seed, backend, device)
+
+
+__all__ = ["ArrayBatchedEnv", "BatchedBandit", "BatchedCartPole", "BatchedPendulum", "make_batched", "Box"]

@@ -1,0 +1,57 @@
+"""Pure-Python environment cores (standard library only), shared by the desktop side and the browser.
+
+`make_core(name)` builds one by id or short alias. Nothing here may import numpy, gymnasium or
+torch: this package runs under Pyodide in the browser player.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .bandit import SimpleBandit
+from .base import Box, CoreEnv, Discrete, EnvError, EpisodeOverError, InvalidActionError, StepResult
+from .cartpole import CartPole
+from .pendulum import Pendulum
+from .snake import Snake
+
+#: Thrust's environments by registered id.
+CORE_ENVS: dict[str, type[CoreEnv]] = {cls.id: cls for cls in (SimpleBandit, CartPole, Pendulum, Snake)}
+
+#: Short names a user may type instead of the full id.
+ALIASES: dict[str, str] = {
+    "bandit": SimpleBandit.id,
+    "cartpole": CartPole.id,
+    "pendulum": Pendulum.id,
+    "snake": Snake.id,
+}
+
+
+class UnknownEnvError(EnvError, ValueError):
+    """The name is neither a Thrust env id nor an alias."""
+
+
+def resolve_env_id(name: str) -> str:
+    """Map an alias or id (any case) to Thrust's env id, or raise UnknownEnvError listing the valid ones."""
+    key = name.strip()
+    if key.lower() in ALIASES:
+        return ALIASES[key.lower()]
+    for env_id in CORE_ENVS:
+        if key.lower() == env_id.lower():
+            return env_id
+    raise UnknownEnvError(f"unknown environment {name!r}; valid names: {valid_names()}")
+
+
+def valid_names() -> str:
+    return ", ".join(f"{alias} ({env_id})" for alias, env_id in ALIASES.items())
+
+
+def make_core(name: str, **kwargs: Any) -> CoreEnv:
+    """Build a pure-Python env core by id or alias, e.g. `make_core("snake", width=8, height=8)`."""
+    return CORE_ENVS[resolve_env_id(name)](**kwargs)
+
+
+__all__ = [
+    "ALIASES", "CORE_ENVS", "Box", "CartPole", "CoreEnv", "Discrete", "EnvError", "EpisodeOverError",
+    "InvalidActionError", "Pendulum", "SimpleBandit", "Snake", "StepResult", "UnknownEnvError",
+    "make_core", "resolve_env_id", "valid_names",
+]

@@ -1,0 +1,88 @@
+"""Thrust's cores as gymnasium environments (`thrust/Bandit-v0`, `thrust/CartPole-v0`, ...).
+
+One adapter serves all four: it turns the core's flat observation lists into float32 arrays of the
+right shape and its spaces into gymnasium spaces. Seeds pass straight through, so
+`env.reset(seed=s)` starts the same episode as the core (and the browser player) with seed `s`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+
+from . import core as cores
+
+
+def to_gym_space(space: cores.Box | cores.Discrete) -> gym.Space:
+    if isinstance(space, cores.Discrete):
+        return gym.spaces.Discrete(space.n)
+    low = np.asarray(space.low, dtype=np.float32).reshape(space.shape)
+    high = np.asarray(space.high, dtype=np.float32).reshape(space.shape)
+    return gym.spaces.Box(low=low, high=high, dtype=np.float32)
+
+
+class ThrustEnv(gym.Env):
+    """A gymnasium env around one pure-Python core; subclasses name the core."""
+
+    core_cls: type[cores.CoreEnv]
+    metadata = {"render_modes": ["rgb_array"], "render_fps": 30}
+
+    def __init__(self, render_mode: str | None = None, **core_kwargs: Any) -> None:
+        if render_mode is not None and render_mode not in self.metadata["render_modes"]:
+            raise ValueError(f"render_mode {render_mode!r} is not supported; use one of {self.metadata['render_modes']}")
+        self.render_mode = render_mode
+        self.core = self.core_cls(**core_kwargs)
+        self.observation_space = to_gym_space(self.core.observation_space)
+        self.action_space = to_gym_space(self.core.action_space)
+        self._shape = self.core.observation_space.shape
+
+    def _obs(self, flat: list[float]) -> np.ndarray:
+        return np.asarray(flat, dtype=np.float32).reshape(self._shape)
+
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
+        super().reset(seed=seed)
+        return self._obs(self.core.reset(seed=seed)), {}
+
+    def step(self, action: Any):
+        result = self.core.step(action)
+        return self._obs(result.obs), float(result.reward), result.terminated, result.truncated, {}
+
+    def render(self) -> np.ndarray | None:
+        if self.render_mode != "rgb_array":
+            return None
+        from .render import render_rgb
+
+        return render_rgb(self.core.id, self.core.render_state())
+
+
+class BanditEnv(ThrustEnv):
+    core_cls = cores.SimpleBandit
+
+
+class CartPoleEnv(ThrustEnv):
+    core_cls = cores.CartPole
+    metadata = {"render_modes": ["rgb_array"], "render_fps": 50}
+
+
+class PendulumEnv(ThrustEnv):
+    core_cls = cores.Pendulum
+    metadata = {"render_modes": ["rgb_array"], "render_fps": 20}
+
+
+class SnakeEnv(ThrustEnv):
+    core_cls = cores.Snake
+    metadata = {"render_modes": ["rgb_array"], "render_fps": 10}
+
+
+GYM_ENVS: dict[str, type[ThrustEnv]] = {
+    cls.core_cls.id: cls for cls in (BanditEnv, CartPoleEnv, PendulumEnv, SnakeEnv)
+}
+
+
+def register_envs() -> None:
+    """Register every Thrust env with gymnasium (idempotent)."""
+    for env_id, cls in GYM_ENVS.items():
+        if env_id not in gym.registry:
+            gym.register(id=env_id, entry_point=f"{__name__}:{cls.__name__}")

@@ -1,0 +1,119 @@
+"""RGB frames of the four Thrust envs from their cores' `render_state()`, drawn with numpy only.
+
+Used by gymnasium's `render_mode="rgb_array"` and the dashboard's "watch a policy". The browser
+player draws the same render state on a canvas.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+BACKGROUND = (250, 250, 247)
+INK = (40, 44, 52)
+ACCENT = (66, 133, 244)
+GOOD = (52, 168, 83)
+BAD = (219, 68, 55)
+FOOD = (234, 67, 53)
+MUTED = (200, 200, 196)
+
+
+def _canvas(width: int, height: int) -> np.ndarray:
+    frame = np.empty((height, width, 3), dtype=np.uint8)
+    frame[:] = BACKGROUND
+    return frame
+
+
+def _rect(frame: np.ndarray, x0: float, y0: float, x1: float, y1: float, color: tuple[int, int, int]) -> None:
+    h, w, _ = frame.shape
+    xa, xb = sorted((int(round(x0)), int(round(x1))))
+    ya, yb = sorted((int(round(y0)), int(round(y1))))
+    frame[max(ya, 0) : min(yb, h), max(xa, 0) : min(xb, w)] = color
+
+
+def _disc(frame: np.ndarray, cx: float, cy: float, r: float, color: tuple[int, int, int]) -> None:
+    h, w, _ = frame.shape
+    ys, xs = np.ogrid[:h, :w]
+    frame[(xs - cx) ** 2 + (ys - cy) ** 2 <= r * r] = color
+
+
+def _segment(frame: np.ndarray, x0: float, y0: float, x1: float, y1: float, width: float, color: tuple[int, int, int]) -> None:
+    h, w, _ = frame.shape
+    ys, xs = np.ogrid[:h, :w]
+    dx, dy = x1 - x0, y1 - y0
+    length2 = dx * dx + dy * dy or 1.0
+    t = np.clip(((xs - x0) * dx + (ys - y0) * dy) / length2, 0.0, 1.0)
+    dist2 = (xs - (x0 + t * dx)) ** 2 + (ys - (y0 + t * dy)) ** 2
+    frame[dist2 <= (width / 2) ** 2] = color
+
+
+def render_cartpole(state: dict[str, Any], width: int = 600, height: int = 400) -> np.ndarray:
+    frame = _canvas(width, height)
+    scale = width / (2 * state["x_limit"] * 1.25)
+    track_y = height * 0.7
+    _rect(frame, 0, track_y, width, track_y + 2, INK)
+    cx = width / 2 + state["x"] * scale
+    _rect(frame, cx - 30, track_y - 18, cx + 30, track_y + 12, INK)
+    pole = state["pole_length"] * scale
+    tip_x, tip_y = cx + pole * math.sin(state["theta"]), track_y - 18 - pole * math.cos(state["theta"])
+    _segment(frame, cx, track_y - 18, tip_x, tip_y, 10, ACCENT)
+    _disc(frame, cx, track_y - 18, 5, MUTED)
+    return frame
+
+
+def render_pendulum(state: dict[str, Any], size: int = 400) -> np.ndarray:
+    frame = _canvas(size, size)
+    c = size / 2
+    r = size * 0.38
+    theta = state["theta"]
+    _segment(frame, c, c, c + r * math.sin(theta), c - r * math.cos(theta), 16, BAD)
+    _disc(frame, c, c, 8, INK)
+    torque = state.get("torque") or 0.0
+    bar = torque / state["max_torque"] * size * 0.4
+    _rect(frame, c, size - 24, c + bar, size - 12, ACCENT)
+    return frame
+
+
+def render_snake(state: dict[str, Any], cell: int = 24) -> np.ndarray:
+    rows, cols = state["height"], state["width"]
+    frame = _canvas(cols * cell, rows * cell)
+    for r in range(rows):
+        for c in range(cols):
+            if (r + c) % 2:
+                _rect(frame, c * cell, r * cell, (c + 1) * cell, (r + 1) * cell, (240, 240, 236))
+    if state["food"] is not None:
+        fr, fc = state["food"]
+        _disc(frame, (fc + 0.5) * cell, (fr + 0.5) * cell, cell * 0.35, FOOD)
+    for i, (r, c) in enumerate(state["body"]):
+        color = (BAD if state["dead"] else INK) if i == 0 else GOOD
+        _rect(frame, c * cell + 2, r * cell + 2, (c + 1) * cell - 2, (r + 1) * cell - 2, color)
+    return frame
+
+
+def render_bandit(state: dict[str, Any], width: int = 400, height: int = 300) -> np.ndarray:
+    frame = _canvas(width, height)
+    _rect(frame, 0, 0, width, 40, ACCENT if state["context"] else MUTED)
+    for lever in (0, 1):
+        x = width * (0.3 + 0.4 * lever)
+        pulled = state["last_action"] == lever
+        color = (GOOD if state["last_reward"] else BAD) if pulled else INK
+        top = 110 if pulled else 80
+        _segment(frame, x, 240, x, top, 10, color)
+        _disc(frame, x, top, 16, color)
+        _rect(frame, x - 40, 240, x + 40, 260, INK)
+    return frame
+
+
+_RENDERERS = {
+    "thrust/Bandit-v0": render_bandit,
+    "thrust/CartPole-v0": render_cartpole,
+    "thrust/Pendulum-v0": render_pendulum,
+    "thrust/Snake-v0": render_snake,
+}
+
+
+def render_rgb(env_id: str, state: dict[str, Any]) -> np.ndarray:
+    """An (H, W, 3) uint8 frame of a Thrust env's render state."""
+    return _RENDERERS[env_id](state)
