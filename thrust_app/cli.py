@@ -26,6 +26,57 @@ def _cmd_envs(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_train(args: argparse.Namespace) -> int:
+    from .trainer import resume, train
+
+    if args.resume:
+        if args.algo or args.env:
+            raise UsageError("--resume continues a run as it was configured; give no ALGO or ENV with it")
+        summary = resume(args.resume, device=args.device if args.device != "auto" else None,
+                         timesteps=args.timesteps, progress=not args.quiet)
+    else:
+        if not (args.algo and args.env):
+            raise UsageError("thrust train needs ALGO and ENV (e.g. `thrust train ppo cartpole`), or --resume RUN_DIR")
+        summary = train(args.algo, args.env, timesteps=args.timesteps, seed=args.seed, device=args.device,
+                        run_dir=args.run_dir, eval_every=args.eval_every, eval_episodes=args.eval_episodes,
+                        stop_at_return=args.stop_at_return, overrides=args.set, progress=not args.quiet)
+    _print_summary(summary)
+    if summary["status"] == "interrupted":
+        print("thrust: interrupted; continue with `thrust train --resume RUN_DIR`", file=sys.stderr)
+        return 130
+    return 0
+
+
+def _print_summary(summary: dict) -> None:
+    solved = (f"solved at step {summary['solved_at_step']:,} ({summary['solved_at_s']:.1f} s)"
+              if summary.get("solved_at_step") is not None else "not solved")
+    ev = summary.get("eval_mean")
+    ev_text = f"eval {ev:.3f} +- {summary['eval_std']:.3f}" if ev is not None else "no eval"
+    print(f"{summary['algo']} {summary['env']}: {summary['status']} after {summary['timesteps']:,} steps in "
+          f"{summary['wall_s']:.1f} s ({summary['sps']:,.0f} steps/s on {summary['device']}); {ev_text}; {solved}")
+
+
+def _cmd_eval(args: argparse.Namespace) -> int:
+    from .algos.base import deterministic_action
+    from .evaluation import evaluate
+    from .trainer import load_policy
+
+    import torch
+
+    spec, policy = load_policy(args.path, args.device)
+    device = next(policy.parameters()).device
+
+    def act(obs):
+        with torch.no_grad():
+            return deterministic_action(policy, torch.as_tensor(obs, device=device)).cpu().numpy()
+
+    result = evaluate(act, spec.env, args.episodes, args.seed)
+    print(f"{spec.algo} {spec.env}: mean return {result.mean:.3f} +- {result.std:.3f} over {args.episodes} "
+          f"episodes (seeds {args.seed}..{args.seed + args.episodes - 1})")
+    print("returns:", " ".join(f"{r:.6g}" for r in result.returns))
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="thrust", description="Thrust: RL training, ONNX export, browser playback.")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
@@ -36,15 +87,42 @@ def build_parser() -> argparse.ArgumentParser:
 
     envs = sub.add_parser("envs", help="list Thrust's environments and their spaces")
     envs.set_defaults(func=_cmd_envs)
+
+    tr = sub.add_parser("train", help="train an algorithm on an environment (or --resume a run)",
+                        description="Train ALGO (a2c, ppo, dqn, sac) on ENV (a Thrust alias such as cartpole, or any "
+                                    "gymnasium id such as CartPole-v1), starting from the tuned preset.")
+    tr.add_argument("algo", nargs="?", help="a2c, ppo, dqn or sac")
+    tr.add_argument("env", nargs="?", help="bandit, cartpole, pendulum, snake, a thrust/... id, or a gymnasium id")
+    tr.add_argument("--timesteps", type=int, help="env steps to train (default: the preset's)")
+    tr.add_argument("--seed", type=int, default=0)
+    tr.add_argument("--device", default="auto", help="auto (CUDA when present), cpu or cuda")
+    tr.add_argument("--run-dir", help="run folder (default: runs/<algo>-<env>-s<seed>-<time>)")
+    tr.add_argument("--eval-every", type=int, help="env steps between evaluations (default: timesteps/20)")
+    tr.add_argument("--eval-episodes", type=int, default=10, help="deterministic episodes per evaluation")
+    tr.add_argument("--stop-at-return", type=float, help="stop once an evaluation's mean return reaches this")
+    tr.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                    help="override a config value, e.g. --set learning_rate=1e-3 (repeatable)")
+    tr.add_argument("--resume", metavar="RUN_DIR", help="continue a run from its last checkpoint")
+    tr.add_argument("--quiet", action="store_true", help="no progress bar")
+    tr.set_defaults(func=_cmd_train)
+
+    ev = sub.add_parser("eval", help="evaluate a trained run's deterministic policy")
+    ev.add_argument("path", help="a run folder (runs/<name>)")
+    ev.add_argument("--episodes", type=int, default=10)
+    ev.add_argument("--seed", type=int, default=0, help="episode i uses seed SEED+i")
+    ev.add_argument("--device", default="cpu")
+    ev.set_defaults(func=_cmd_eval)
     return parser
+
+
+class UsageError(ValueError):
+    """The command line itself is wrong."""
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    from .envs.core import EnvError
-
     try:
         return args.func(args)
-    except EnvError as err:
+    except ValueError as err:  # every Thrust input error is a ValueError subclass with a full sentence
         print(f"thrust: error: {err}", file=sys.stderr)
         return 2

@@ -31,6 +31,12 @@ class NumpyBackend:
 
         self._rng = np.random.default_rng(seed)
 
+    def get_state(self) -> dict:
+        return self._rng.bit_generator.state
+
+    def set_state(self, state: dict) -> None:
+        self._rng.bit_generator.state = state
+
     def uniform(self, low: float, high: float, shape: tuple[int, ...], dtype: Any) -> Any:
         return self._rng.uniform(low, high, size=shape).astype(dtype, copy=False)
 
@@ -60,6 +66,12 @@ class TorchBackend:
 
     def seed(self, seed: int) -> None:
         self._gen.manual_seed(seed)
+
+    def get_state(self) -> Any:
+        return self._gen.get_state()
+
+    def set_state(self, state: Any) -> None:
+        self._gen.set_state(state)
 
     def uniform(self, low: float, high: float, shape: tuple[int, ...], dtype: Any) -> Any:
         u = self._torch.rand(shape, generator=self._gen, device=self.device, dtype=dtype)

@@ -14,11 +14,11 @@ from abc import abstractmethod
 from typing import Any
 
 from .arrays import BackendName, make_backend
-from .core import Box, Discrete, InvalidActionError, make_core
+from .core import Discrete, InvalidActionError, make_core
 from .core import bandit as bandit_core
 from .core import cartpole as cp
 from .core import pendulum as pd
-from .vec import BatchStep, CoreLoopVecEnv, VecEnv
+from .vec import BatchStep, LoopVecEnv, VecEnv
 
 
 class ArrayBatchedEnv(VecEnv):
@@ -71,6 +71,18 @@ class ArrayBatchedEnv(VecEnv):
         self.steps = xp.zeros_like(self.steps)
         self.returns = xp.zeros_like(self.returns)
         return self._observe(self.state)
+
+    def get_state(self) -> dict[str, Any]:
+        import torch
+
+        to_tensor = lambda x: torch.as_tensor(x).clone()  # noqa: E731  (numpy or torch, saved as torch)
+        return {"state": to_tensor(self.state), "steps": to_tensor(self.steps), "returns": to_tensor(self.returns),
+                "rng": self.backend.get_state()}
+
+    def set_state(self, saved: dict[str, Any]) -> None:
+        as_backend = lambda t: self.backend.asarray(t.numpy() if self.backend.name == "numpy" else t)  # noqa: E731
+        self.state, self.steps, self.returns = (as_backend(saved[k]) for k in ("state", "steps", "returns"))
+        self.backend.set_state(saved["rng"])
 
     def step(self, actions: Any) -> BatchStep:
         xp = self.xp
@@ -214,20 +226,26 @@ def make_batched(
     seed: int | None = None,
     backend: BackendName = "numpy",
     device: str = "cpu",
-    **core_kwargs: Any,
+    **env_kwargs: Any,
 ) -> VecEnv:
-    """N copies of a Thrust env by id or alias: array-batched where possible, else a loop of cores.
+    """N copies of an env: Thrust's array-batched form where there is one, else a loop of gymnasium envs.
 
-    `core_kwargs` (e.g. Snake's `width`) go to each core and apply to loop-batched envs only.
+    `name` is a Thrust alias or id, or any gymnasium id. `env_kwargs` (e.g. Snake's `width`) go to
+    each looped env.
     """
-    from .core import resolve_env_id
+    from . import make_env
+    from .core import UnknownEnvError, resolve_env_id
 
-    env_id = resolve_env_id(name)
+    try:
+        env_id = resolve_env_id(name)
+    except UnknownEnvError:
+        env_id = name
     if env_id in BATCHED_ENVS:
-        if core_kwargs:
-            raise TypeError(f"{env_id} takes no options, got {sorted(core_kwargs)}")
+        if env_kwargs:
+            raise TypeError(f"{env_id} takes no options, got {sorted(env_kwargs)}")
         return BATCHED_ENVS[env_id](num_envs, seed=seed, backend=backend, device=device)
-    return CoreLoopVecEnv(lambda: make_core(env_id, **core_kwargs), num_envs, seed, backend, device)
+    make_env(env_id, **env_kwargs).close()  # fail here, once, with a clear message for unknown names
+    return LoopVecEnv(lambda: make_env(env_id, **env_kwargs), num_envs, seed, backend, device)
 
 
-__all__ = ["ArrayBatchedEnv", "BatchedBandit", "BatchedCartPole", "BatchedPendulum", "make_batched", "Box"]
+__all__ = ["ArrayBatchedEnv", "BatchedBandit", "BatchedCartPole", "BatchedPendulum", "make_batched"]

@@ -1,4 +1,4 @@
-"""The vectorized-environment interface trainers use, and its plain form: N cores stepped in a loop.
+"""The vectorized-environment interface trainers use, and its plain form: N gymnasium envs in a loop.
 
 A `VecEnv` steps `num_envs` copies at once and resets each copy the moment its episode ends
 ("same-step" auto-reset, as SB3 does). `BatchStep.final_obs` keeps the observation the episode
@@ -11,7 +11,7 @@ from abc import ABC, abstractmethod
 from typing import Any, Callable, NamedTuple
 
 from .arrays import Backend, BackendName, make_backend
-from .core import Box, CoreEnv, Discrete
+from .core import Box, Discrete
 
 
 class BatchStep(NamedTuple):
@@ -51,17 +51,47 @@ class VecEnv(ABC):
     def close(self) -> None:
         """Release resources (nothing for the built-in envs)."""
 
+    def get_state(self) -> dict[str, Any] | None:
+        """Everything needed to continue exactly where this env is (for checkpoints), or None if it
+        cannot be captured (a resumed run then starts fresh episodes)."""
+        return None
 
-class CoreLoopVecEnv(VecEnv):
-    """N pure-Python cores stepped one after another, with arrays at the boundary.
+    def set_state(self, state: dict[str, Any]) -> None:
+        raise NotImplementedError(f"{type(self).__name__} cannot restore a saved state")
 
-    Used where an env's state does not fit fixed-size arrays (Snake's growing body). Copy i is
-    seeded with `seed + i`, so copy i replays exactly what a single core with that seed would do.
+
+def from_gym_space(space: Any, what: str, env_id: str) -> Box | Discrete:
+    """Thrust's description of a gymnasium Box or Discrete space; any other kind is a clear error."""
+    import gymnasium as gym
+    import numpy as np
+
+    if isinstance(space, gym.spaces.Discrete):
+        if what == "observation":
+            raise ValueError(f"{env_id}: Thrust needs a Box observation space, got {space}")
+        if int(space.start) != 0:
+            raise ValueError(f"{env_id}: Discrete action spaces must start at 0, got {space}")
+        return Discrete(int(space.n))
+    if isinstance(space, gym.spaces.Box):
+        low = np.asarray(space.low, dtype=np.float64).ravel().tolist()
+        high = np.asarray(space.high, dtype=np.float64).ravel().tolist()
+        return Box(low=tuple(low), high=tuple(high), shape=tuple(int(d) for d in space.shape))
+    raise ValueError(
+        f"{env_id}: Thrust trains on a Box observation space and a Discrete or Box action space; "
+        f"this env's {what} space is {space}"
+    )
+
+
+class LoopVecEnv(VecEnv):
+    """N gymnasium envs stepped one after another, with arrays at the boundary.
+
+    Serves any gymnasium env with Box observations, and Thrust's Snake (whose growing body does not
+    fit fixed-size arrays). Copy i is reset with `seed + i` first, so it replays what a single env
+    with that seed would do; later resets continue each env's own generator.
     """
 
     def __init__(
         self,
-        make_core: Callable[[], CoreEnv],
+        make_env: Callable[[], Any],
         num_envs: int,
         seed: int | None = None,
         backend: BackendName = "numpy",
@@ -69,47 +99,64 @@ class CoreLoopVecEnv(VecEnv):
     ) -> None:
         if num_envs < 1:
             raise ValueError(f"num_envs must be >= 1, got {num_envs}")
-        self.cores = [make_core() for _ in range(num_envs)]
-        first = self.cores[0]
-        self.env_id = first.id
+        self.envs = [make_env() for _ in range(num_envs)]
+        first = self.envs[0]
+        self.env_id = first.spec.id if first.spec is not None else type(first.unwrapped).__name__
         self.num_envs = num_envs
-        self.observation_space = first.observation_space
-        self.action_space = first.action_space
+        self.observation_space = from_gym_space(first.observation_space, "observation", self.env_id)
+        self.action_space = from_gym_space(first.action_space, "action", self.env_id)
         self.backend = make_backend(backend, seed, device)
         self._seed = seed
+        self._returns = [0.0] * num_envs
+        self._lengths = [0] * num_envs
 
-    def _array(self, rows: list[list[float]]) -> Any:
-        arr = self.backend.asarray(rows, dtype=self.xp.float32)
-        return self.xp.reshape(arr, (self.num_envs, *self.observation_space.shape))
+    def _stack(self, rows: list[Any]) -> Any:
+        import numpy as np
+
+        return self.backend.asarray(np.stack(rows).astype(np.float32, copy=False))
 
     def reset(self, seed: int | None = None) -> Any:
         seed = self._seed if seed is None else seed
-        self._seed = None  # later resets continue each core's own generator
-        return self._array(
-            [core.reset(None if seed is None else seed + i) for i, core in enumerate(self.cores)]
-        )
+        self._seed = None
+        self._returns = [0.0] * self.num_envs
+        self._lengths = [0] * self.num_envs
+        return self._stack([env.reset(seed=None if seed is None else seed + i)[0] for i, env in enumerate(self.envs)])
 
     def step(self, actions: Any) -> BatchStep:
-        actions = actions.tolist() if hasattr(actions, "tolist") else list(actions)
+        import numpy as np
+
+        actions = actions.cpu().numpy() if hasattr(actions, "cpu") else np.asarray(actions)
         if len(actions) != self.num_envs:
             raise ValueError(f"expected {self.num_envs} actions (one per env), got {len(actions)}")
+        if isinstance(self.action_space, Box):
+            actions = actions.astype(np.float32, copy=False)
         obs, final, rewards, terms, truncs, returns, lengths = [], [], [], [], [], [], []
-        for core, action in zip(self.cores, actions):
-            result = core.step(action)
-            returns.append(core.episode_return)
-            lengths.append(core.steps)
-            final.append(result.obs)
-            obs.append(core.reset() if result.terminated or result.truncated else result.obs)
-            rewards.append(result.reward)
-            terms.append(result.terminated)
-            truncs.append(result.truncated)
+        for i, (env, action) in enumerate(zip(self.envs, actions)):
+            o, r, term, trunc, _ = env.step(action if isinstance(self.action_space, Box) else int(action))
+            self._returns[i] += float(r)
+            self._lengths[i] += 1
+            returns.append(self._returns[i])
+            lengths.append(self._lengths[i])
+            final.append(o)
+            if term or trunc:
+                o, _ = env.reset()
+                self._returns[i], self._lengths[i] = 0.0, 0
+            obs.append(o)
+            rewards.append(r)
+            terms.append(term)
+            truncs.append(trunc)
         xp, asarray = self.xp, self.backend.asarray
         return BatchStep(
-            obs=self._array(obs),
-            reward=asarray(rewards, dtype=xp.float32),
-            terminated=asarray(terms, dtype=xp.bool),
-            truncated=asarray(truncs, dtype=xp.bool),
-            final_obs=self._array(final),
-            episode_return=asarray(returns, dtype=xp.float64),
-            episode_length=asarray(lengths, dtype=xp.int64),
+            obs=self._stack(obs),
+            reward=asarray(np.asarray(rewards, dtype=np.float32)),
+            terminated=asarray(np.asarray(terms, dtype=bool)),
+            truncated=asarray(np.asarray(truncs, dtype=bool)),
+            final_obs=self._stack(final),
+            episode_return=asarray(np.asarray(returns, dtype=np.float64)),
+            episode_length=asarray(np.asarray(lengths, dtype=np.int64)),
         )
+
+    def close(self) -> None:
+        for env in self.envs:
+            env.close()
+

@@ -1,0 +1,64 @@
+"""A2C (Mnih et al., 2016, synchronous form): one gradient step per short rollout of many envs.
+
+Defaults follow Stable-Baselines3 (RMSprop, n_steps 5, no advantage normalisation).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+import torch
+from torch import nn
+
+from ..config import AlgoConfig, param
+from ..nets import ActorCritic
+from ..rollout import Rollout
+from .on_policy import OnPolicyAlgorithm
+
+
+@dataclass
+class A2CConfig(AlgoConfig):
+    n_envs: int = param(8, "environment copies stepped together")
+    learning_rate: float = param(7e-4, "RMSprop step size at the start of training")
+    n_steps: int = param(5, "steps per env in each rollout")
+    gae_lambda: float = param(1.0, "GAE lambda (1.0 = plain n-step returns)")
+    normalize_advantage: bool = param(False, "normalise advantages over each rollout")
+    ent_coef: float = param(0.0, "entropy bonus weight")
+    vf_coef: float = param(0.5, "value loss weight")
+    max_grad_norm: float = param(0.5, "gradient norm clip")
+    rms_prop_eps: float = param(1e-5, "RMSprop epsilon")
+    activation: Literal["tanh", "relu"] = param("tanh", "MLP activation")
+    log_std_init: float = param(0.0, "initial log std of the Gaussian policy (Box actions)")
+
+
+def a2c_update(net: ActorCritic, optimizer: torch.optim.Optimizer, rollout: Rollout, advantages: torch.Tensor,
+               returns: torch.Tensor, c: A2CConfig) -> dict[str, float]:
+    """One policy-gradient step on the whole rollout; returns the losses."""
+    dist, values = net.dist_and_value(rollout.obs.flatten(0, 1))
+    log_probs = net.log_prob(dist, rollout.actions.flatten(0, 1))
+    adv = advantages.flatten()
+    if c.normalize_advantage:
+        adv = (adv - adv.mean()) / (adv.std() + 1e-8)
+    policy_loss = -(adv * log_probs).mean()
+    value_loss = nn.functional.mse_loss(values, returns.flatten())
+    entropy = net.entropy(dist).mean()
+    loss = policy_loss + c.vf_coef * value_loss - c.ent_coef * entropy
+    optimizer.zero_grad(set_to_none=True)
+    loss.backward()
+    nn.utils.clip_grad_norm_(net.parameters(), c.max_grad_norm)
+    optimizer.step()
+    stats = torch.stack([policy_loss, value_loss, entropy]).detach().tolist()
+    return dict(zip(("policy_loss", "value_loss", "entropy"), stats))
+
+
+class A2C(OnPolicyAlgorithm):
+    name = "a2c"
+    Config = A2CConfig
+
+    def make_optimizer(self) -> torch.optim.Optimizer:
+        c = self.config
+        return torch.optim.RMSprop(self.net.parameters(), lr=c.learning_rate, alpha=0.99, eps=c.rms_prop_eps)
+
+    def update(self, rollout, advantages, returns, progress_remaining) -> dict[str, float]:
+        return a2c_update(self.net, self.optimizer, rollout, advantages, returns, self.config)

@@ -1,0 +1,98 @@
+"""What the trainer needs of an algorithm: one `iteration` (collect, then learn), a deterministic
+policy to evaluate and export, and state to checkpoint."""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+import torch
+from torch import nn
+
+from ..config import AlgoConfig
+from ..envs.core import Box, Discrete
+from ..envs.vec import VecEnv
+from ..tensors import EnvIO
+
+
+class ActionSpaceError(ValueError):
+    """The algorithm cannot act in this env's action space."""
+
+
+@dataclass
+class Iteration:
+    """What one iteration did: env steps taken, episodes finished, and the losses it saw."""
+
+    obs: torch.Tensor
+    steps: int
+    episode_returns: list[float] = field(default_factory=list)
+    episode_lengths: list[int] = field(default_factory=list)
+    stats: dict[str, float] = field(default_factory=dict)
+
+
+class Algorithm(ABC):
+    """An RL algorithm bound to one env's spaces, one config and one device."""
+
+    name: ClassVar[str]
+    Config: ClassVar[type[AlgoConfig]]
+    #: The action spaces it can act in.
+    supports: ClassVar[tuple[type, ...]] = (Discrete, Box)
+
+    def __init__(self, obs_shape: tuple[int, ...], action_space: Discrete | Box, config: AlgoConfig,
+                 device: torch.device, seed: int) -> None:
+        self.check_fits(action_space, "this env")
+        self.obs_shape = obs_shape
+        self.action_space = action_space
+        self.config = config
+        self.device = device
+        #: The algorithm's own random stream (minibatch order, exploration), checkpointed with it.
+        self.generator = torch.Generator(device=device)
+        self.generator.manual_seed(seed)
+        self.num_timesteps = 0
+
+    @classmethod
+    def check_fits(cls, action_space: Discrete | Box, env_id: str) -> None:
+        if not isinstance(action_space, cls.supports):
+            kind = "Discrete" if isinstance(action_space, Discrete) else "Box (continuous)"
+            needs = " or ".join("Discrete" if s is Discrete else "Box" for s in cls.supports)
+            raise ActionSpaceError(
+                f"{cls.name} needs a {needs} action space, but {env_id} has a {kind} one; "
+                f"pick an algorithm that fits ({'sac, ppo or a2c' if kind.startswith('Box') else 'dqn, ppo or a2c'})"
+            )
+
+    @abstractmethod
+    def iteration(self, env: VecEnv, io: EnvIO, obs: torch.Tensor, progress_remaining: float) -> Iteration:
+        """Collect experience from `env` starting at `obs`, learn from it, and report."""
+
+    @property
+    @abstractmethod
+    def policy(self) -> nn.Module:
+        """The network whose `act(obs)` is the deterministic policy."""
+
+    @abstractmethod
+    def parts(self) -> dict[str, Any]:
+        """Everything with a `state_dict` that a checkpoint must hold (nets, optimizers, buffers)."""
+
+    def state_dict(self) -> dict[str, Any]:
+        state = {name: part.state_dict() for name, part in self.parts().items()}
+        state["generator"] = self.generator.get_state()
+        state["num_timesteps"] = self.num_timesteps
+        return state
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        for name, part in self.parts().items():
+            part.load_state_dict(state[name])
+        self.generator.set_state(state["generator"])
+        self.num_timesteps = state["num_timesteps"]
+
+
+def deterministic_action(policy: nn.Module, obs: torch.Tensor) -> torch.Tensor:
+    """The action of `policy.act`: the argmax for discrete policies, the bounded action otherwise."""
+    out = policy.act(obs)
+    return out[1] if isinstance(out, tuple) else out
+
+
+def set_learning_rate(optimizer: torch.optim.Optimizer, lr: float) -> None:
+    for group in optimizer.param_groups:
+        group["lr"] = lr

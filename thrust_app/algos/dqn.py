@@ -1,0 +1,112 @@
+"""DQN (Mnih et al., 2015) with double-Q targets (van Hasselt et al., 2016) on by default.
+
+Epsilon-greedy exploration on a linear schedule, a replay buffer, a periodically copied target
+network, Huber loss. Defaults follow Stable-Baselines3.
+"""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass
+
+import torch
+from torch import nn
+
+from ..config import AlgoConfig, ConfigError, param, schedule
+from ..envs.core import Discrete
+from ..nets import QNetwork
+from .base import set_learning_rate
+from .off_policy import OffPolicyAlgorithm, polyak
+
+
+@dataclass
+class DQNConfig(AlgoConfig):
+    learning_rate: float = param(1e-4, "Adam step size at the start of training")
+    buffer_size: int = param(100_000, "replay buffer capacity (transitions)")
+    learning_starts: int = param(1000, "env steps of random actions before learning starts")
+    batch_size: int = param(32, "minibatch size")
+    train_freq: int = param(4, "env steps (per env) between learning phases")
+    gradient_steps: int = param(1, "gradient steps per learning phase")
+    target_update_interval: int = param(10_000, "env steps between target network updates")
+    tau: float = param(1.0, "target update weight (1.0 = hard copy)")
+    exploration_fraction: float = param(0.1, "fraction of training over which epsilon decays")
+    exploration_initial_eps: float = param(1.0, "epsilon at the start")
+    exploration_final_eps: float = param(0.05, "epsilon after the decay")
+    double_dqn: bool = param(True, "pick the next action with the online net, value it with the target net")
+    max_grad_norm: float = param(10.0, "gradient norm clip")
+
+    def validate(self) -> None:
+        super().validate()
+        for name in ("exploration_fraction", "exploration_initial_eps", "exploration_final_eps", "tau"):
+            if not 0.0 <= getattr(self, name) <= 1.0:
+                raise ConfigError(f"{name} must be in [0, 1], got {getattr(self, name)}")
+
+
+def dqn_loss(q_net: QNetwork, target_net: QNetwork, batch: tuple[torch.Tensor, ...], gamma: float,
+             double: bool) -> torch.Tensor:
+    """Huber loss between Q(s, a) and the (double) DQN target."""
+    obs, actions, rewards, next_obs, terminated = batch
+    with torch.no_grad():
+        next_q = target_net(next_obs)
+        if double:
+            next_q = next_q.gather(1, q_net(next_obs).argmax(1, keepdim=True)).squeeze(1)
+        else:
+            next_q = next_q.max(1).values
+        target = rewards + gamma * (1.0 - terminated) * next_q
+    q = q_net(obs).gather(1, actions.unsqueeze(1)).squeeze(1)
+    return nn.functional.smooth_l1_loss(q, target)
+
+
+class DQN(OffPolicyAlgorithm):
+    name = "dqn"
+    Config = DQNConfig
+    supports = (Discrete,)
+
+    def __init__(self, obs_shape, action_space, config: DQNConfig, device, seed) -> None:
+        super().__init__(obs_shape, action_space, config, device, seed)
+        self.q_net = QNetwork(obs_shape, action_space.n, config.hidden).to(device)
+        self.target_net = copy.deepcopy(self.q_net).requires_grad_(False)
+        self.optimizer = torch.optim.Adam(self.q_net.parameters(), lr=config.learning_rate)
+        self.total_timesteps = 1  # set by the trainer; the epsilon schedule is a fraction of it
+        self._last_target_update = 0
+
+    @property
+    def policy(self) -> QNetwork:
+        return self.q_net
+
+    def parts(self):
+        return {**super().parts(), "q_net": self.q_net, "target_net": self.target_net, "optimizer": self.optimizer}
+
+    def state_dict(self):
+        return {**super().state_dict(), "last_target_update": self._last_target_update}
+
+    def load_state_dict(self, state):
+        super().load_state_dict(state)
+        self._last_target_update = state["last_target_update"]
+
+    def epsilon(self) -> float:
+        c: DQNConfig = self.config
+        progress = self.num_timesteps / max(1.0, c.exploration_fraction * self.total_timesteps)
+        return c.exploration_initial_eps + min(progress, 1.0) * (c.exploration_final_eps - c.exploration_initial_eps)
+
+    def explore(self, obs: torch.Tensor) -> torch.Tensor:
+        greedy = self.q_net(obs).argmax(1)
+        explore = torch.rand(obs.shape[0], generator=self.generator, device=self.device) < self.epsilon()
+        return torch.where(explore, self.random_actions(obs.shape[0]), greedy)
+
+    def train_step(self) -> dict[str, torch.Tensor]:
+        c: DQNConfig = self.config
+        progress_remaining = 1.0 - self.num_timesteps / self.total_timesteps
+        set_learning_rate(self.optimizer, schedule(c.learning_rate, c.lr_schedule, max(progress_remaining, 0.0)))
+        loss = dqn_loss(self.q_net, self.target_net, self.buffer.sample(c.batch_size, self.generator), c.gamma,
+                        c.double_dqn)
+        self.optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        nn.utils.clip_grad_norm_(self.q_net.parameters(), c.max_grad_norm)
+        self.optimizer.step()
+        return {"q_loss": loss.detach(), "epsilon": torch.tensor(self.epsilon())}
+
+    def after_env_step(self) -> None:
+        if self.num_timesteps - self._last_target_update >= self.config.target_update_interval:
+            polyak(self.target_net, self.q_net, self.config.tau)
+            self._last_target_update = self.num_timesteps

@@ -1,0 +1,101 @@
+"""SAC (Haarnoja et al., 2018): twin Q critics with Polyak targets, a tanh-squashed Gaussian actor
+rescaled to the env's bounds, and automatic entropy tuning. Defaults follow Stable-Baselines3."""
+
+from __future__ import annotations
+
+import copy
+import math
+from dataclasses import dataclass
+
+import torch
+from torch import nn
+
+from ..config import AlgoConfig, ConfigError, param
+from ..envs.core import Box
+from ..nets import SquashedGaussianActor, TwinQ
+from .off_policy import OffPolicyAlgorithm, polyak
+
+
+@dataclass
+class SACConfig(AlgoConfig):
+    hidden: tuple[int, ...] = param((256, 256), "hidden layer sizes of actor and critics")
+    buffer_size: int = param(1_000_000, "replay buffer capacity (transitions)")
+    learning_starts: int = param(100, "env steps of uniform random actions before learning starts")
+    batch_size: int = param(256, "minibatch size")
+    train_freq: int = param(1, "env steps (per env) between learning phases")
+    gradient_steps: int = param(1, "gradient steps per learning phase")
+    tau: float = param(0.005, "Polyak weight of the target critics")
+    init_alpha: float = param(1.0, "initial entropy temperature")
+    auto_alpha: bool = param(True, "tune the temperature towards the target entropy")
+    target_entropy: float = param(0.0, "target entropy; 0 means -(action dimensions), SB3's choice")
+
+    def validate(self) -> None:
+        super().validate()
+        if self.init_alpha <= 0:
+            raise ConfigError(f"init_alpha must be > 0, got {self.init_alpha}")
+
+
+class SAC(OffPolicyAlgorithm):
+    name = "sac"
+    Config = SACConfig
+    supports = (Box,)
+
+    def __init__(self, obs_shape, action_space: Box, config: SACConfig, device, seed) -> None:
+        super().__init__(obs_shape, action_space, config, device, seed)
+        self.actor = SquashedGaussianActor(obs_shape, action_space, config.hidden).to(device)
+        self.critic = TwinQ(obs_shape, action_space, config.hidden).to(device)
+        self.critic_target = copy.deepcopy(self.critic).requires_grad_(False)
+        self.log_alpha = torch.tensor([math.log(config.init_alpha)], device=device, requires_grad=True)
+        self.target_entropy = config.target_entropy or -float(math.prod(action_space.shape))
+        lr = config.learning_rate
+        self.actor_opt = torch.optim.Adam(self.actor.parameters(), lr=lr)
+        self.critic_opt = torch.optim.Adam(self.critic.parameters(), lr=lr)
+        self.alpha_opt = torch.optim.Adam([self.log_alpha], lr=lr)
+
+    @property
+    def policy(self) -> SquashedGaussianActor:
+        return self.actor
+
+    def parts(self):
+        return {**super().parts(), "actor": self.actor, "critic": self.critic, "critic_target": self.critic_target,
+                "actor_opt": self.actor_opt, "critic_opt": self.critic_opt, "alpha_opt": self.alpha_opt}
+
+    def state_dict(self):
+        return {**super().state_dict(), "log_alpha": self.log_alpha.detach().clone()}
+
+    def load_state_dict(self, state):
+        super().load_state_dict(state)
+        with torch.no_grad():
+            self.log_alpha.copy_(state["log_alpha"])
+
+    def explore(self, obs: torch.Tensor) -> torch.Tensor:
+        return self.actor.sample(obs)[0]
+
+    def train_step(self) -> dict[str, torch.Tensor]:
+        c: SACConfig = self.config
+        obs, actions, rewards, next_obs, terminated = self.buffer.sample(c.batch_size, self.generator)
+        new_actions, log_prob = self.actor.sample(obs)
+        if c.auto_alpha:
+            alpha_loss = -(self.log_alpha * (log_prob.detach() + self.target_entropy)).mean()
+            self.alpha_opt.zero_grad(set_to_none=True)
+            alpha_loss.backward()
+            self.alpha_opt.step()
+        alpha = self.log_alpha.detach().exp()
+
+        with torch.no_grad():
+            next_actions, next_log_prob = self.actor.sample(next_obs)
+            next_q = torch.min(*self.critic_target(next_obs, next_actions)) - alpha * next_log_prob
+            target = rewards + c.gamma * (1.0 - terminated) * next_q
+        q1, q2 = self.critic(obs, actions)
+        critic_loss = nn.functional.mse_loss(q1, target) + nn.functional.mse_loss(q2, target)
+        self.critic_opt.zero_grad(set_to_none=True)
+        critic_loss.backward()
+        self.critic_opt.step()
+
+        actor_loss = (alpha * log_prob - torch.min(*self.critic(obs, new_actions))).mean()
+        self.actor_opt.zero_grad(set_to_none=True)
+        actor_loss.backward()
+        self.actor_opt.step()
+
+        polyak(self.critic_target, self.critic, c.tau)
+        return {"critic_loss": critic_loss.detach(), "actor_loss": actor_loss.detach(), "alpha": alpha[0]}

@@ -1,0 +1,39 @@
+"""Picking the torch device at run time: `auto`, `cpu` or `cuda`, with a clear word on what was taken."""
+
+from __future__ import annotations
+
+import torch
+
+DEVICE_CHOICES = ("auto", "cpu", "cuda")
+
+
+class DeviceError(ValueError):
+    """The requested device cannot be used on this machine."""
+
+
+def cuda_summary() -> str:
+    """One line on what CUDA this machine offers (for messages and the dashboard)."""
+    if not torch.cuda.is_available():
+        return "no CUDA device (torch %s, built %s CUDA)" % (
+            torch.__version__, "with" if torch.version.cuda else "without")
+    names = ", ".join(torch.cuda.get_device_name(i) for i in range(torch.cuda.device_count()))
+    return f"CUDA {torch.version.cuda}: {names}"
+
+
+def resolve_device(name: str, torch_threads: int | None = 1) -> torch.device:
+    """`auto` takes CUDA when present, else the CPU; `cuda` without a GPU is a DeviceError.
+
+    On the CPU, torch is limited to `torch_threads` threads (default 1): small nets gain nothing
+    from more and lose a lot when another process competes for the cores.
+    """
+    if name not in DEVICE_CHOICES and not name.startswith("cuda:"):
+        raise DeviceError(f"unknown device {name!r}; choose one of {', '.join(DEVICE_CHOICES)}")
+    if name == "auto":
+        name = "cuda" if torch.cuda.is_available() else "cpu"
+    if name.startswith("cuda") and not torch.cuda.is_available():
+        raise DeviceError(f"device {name!r} was asked for but this machine has {cuda_summary()}; "
+                          "use --device cpu or --device auto")
+    device = torch.device(name)
+    if device.type == "cpu" and torch_threads:
+        torch.set_num_threads(torch_threads)
+    return device

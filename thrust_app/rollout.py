@@ -1,0 +1,78 @@
+"""On-policy experience (A2C, PPO): collect a rollout from a vec env, and GAE as a pure function.
+
+Truncated episodes (time limits, Snake's starvation) are bootstrapped: the value of the
+observation the episode was cut at is added to the last reward, discounted, as SB3 does.
+Terminated episodes are not: there is nothing after them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+from .envs.vec import VecEnv
+from .nets import ActorCritic
+from .tensors import EnvIO
+
+
+@dataclass
+class Rollout:
+    """T steps of N envs; every tensor's leading axes are (T, N)."""
+
+    obs: torch.Tensor
+    actions: torch.Tensor
+    log_probs: torch.Tensor
+    values: torch.Tensor
+    rewards: torch.Tensor  #: with truncation bootstraps already added
+    dones: torch.Tensor  #: 1.0 where the episode ended at this step (terminated or truncated)
+    last_values: torch.Tensor  #: (N,) value of the observation after the last step
+    episode_returns: list[float]  #: returns of the episodes that finished during the rollout
+    episode_lengths: list[int]
+
+
+@torch.no_grad()
+def collect_rollout(env: VecEnv, io: EnvIO, obs: torch.Tensor, policy: ActorCritic, n_steps: int,
+                    gamma: float) -> tuple[Rollout, torch.Tensor]:
+    """Run the policy for `n_steps` steps of every env; returns the rollout and the next observation."""
+    buf: dict[str, list[torch.Tensor]] = {k: [] for k in ("obs", "actions", "log_probs", "values", "rewards", "dones")}
+    ended, ended_returns, ended_lengths = [], [], []
+    for _ in range(n_steps):
+        dist, value = policy.dist_and_value(obs)
+        action = dist.sample()
+        out = io.step(env, policy.env_action(action))
+        reward = out.reward
+        bootstrap = out.truncated & ~out.terminated
+        if bool(bootstrap.any()):
+            reward = reward + gamma * bootstrap * policy.value(out.final_obs)
+        done = out.terminated | out.truncated
+        for key, item in (("obs", obs), ("actions", action), ("log_probs", policy.log_prob(dist, action)),
+                          ("values", value), ("rewards", reward), ("dones", done.float())):
+            buf[key].append(item)
+        ended.append(done)
+        ended_returns.append(out.episode_return)
+        ended_lengths.append(out.episode_length)
+        obs = out.obs
+    mask = torch.stack(ended)
+    rollout = Rollout(
+        **{k: torch.stack(v) for k, v in buf.items()},
+        last_values=policy.value(obs),
+        episode_returns=torch.stack(ended_returns)[mask].tolist(),
+        episode_lengths=torch.stack(ended_lengths)[mask].tolist(),
+    )
+    return rollout, obs
+
+
+def compute_gae(rewards: torch.Tensor, values: torch.Tensor, dones: torch.Tensor, last_values: torch.Tensor,
+                gamma: float, gae_lambda: float) -> tuple[torch.Tensor, torch.Tensor]:
+    """Generalised advantage estimates and returns (T, N) from a rollout's rewards, values and ends."""
+    advantages = torch.zeros_like(rewards)
+    running = torch.zeros_like(last_values)
+    next_values = last_values
+    for t in reversed(range(rewards.shape[0])):
+        not_done = 1.0 - dones[t]
+        delta = rewards[t] + gamma * next_values * not_done - values[t]
+        running = delta + gamma * gae_lambda * not_done * running
+        advantages[t] = running
+        next_values = values[t]
+    return advantages, advantages + values

@@ -1,0 +1,111 @@
+"""A run on disk: `runs/<name>/` with config, metrics, checkpoints and summary, written so nothing is lost.
+
+Every file is written atomically (a temporary file in the same folder, flushed, then renamed over
+the target), so a crash or a killed process leaves the previous version intact. Checkpoints hold
+only tensors and plain values and load with `weights_only=True`: loading never runs pickled code.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import re
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import torch
+
+CHECKPOINT_FORMAT = "thrust-checkpoint"
+CHECKPOINT_VERSION = 1
+LAST_CHECKPOINT = "last.pt"
+
+
+class CheckpointError(ValueError):
+    """A checkpoint that is missing, corrupt, or not Thrust's."""
+
+
+class RunDirError(ValueError):
+    """A run folder that cannot be used as asked (already taken, or not a run)."""
+
+
+def atomic_write_bytes(path: Path, data: bytes) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def atomic_write_json(path: Path, obj: Any) -> None:
+    atomic_write_bytes(path, (json.dumps(obj, indent=2, sort_keys=False) + "\n").encode())
+
+
+def read_json(path: Path) -> Any:
+    return json.loads(Path(path).read_text())
+
+
+def save_checkpoint(path: Path, state: dict[str, Any]) -> None:
+    buffer = io.BytesIO()
+    torch.save({"format": CHECKPOINT_FORMAT, "version": CHECKPOINT_VERSION, **state}, buffer)
+    atomic_write_bytes(path, buffer.getvalue())
+
+
+def load_checkpoint(path: Path, device: torch.device | str = "cpu") -> dict[str, Any]:
+    """Load a Thrust checkpoint safely; anything else is a CheckpointError saying what was found."""
+    path = Path(path)
+    if not path.is_file():
+        raise CheckpointError(f"no checkpoint at {path}")
+    try:
+        state = torch.load(path, map_location=device, weights_only=True)
+    except Exception as err:  # torch raises many kinds for a bad file; all mean the same to the user
+        first_line = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+        raise CheckpointError(f"{path} is not a readable Thrust checkpoint (corrupt, truncated or foreign): "
+                              f"{first_line[:200]}") from None
+    if not isinstance(state, dict) or state.get("format") != CHECKPOINT_FORMAT:
+        raise CheckpointError(f"{path} is a torch file but not a Thrust checkpoint (no '{CHECKPOINT_FORMAT}' marker)")
+    if state.get("version") != CHECKPOINT_VERSION:
+        raise CheckpointError(f"{path} has checkpoint version {state.get('version')}; "
+                              f"this Thrust reads version {CHECKPOINT_VERSION}")
+    return state
+
+
+def append_jsonl(path: Path, record: dict[str, Any]) -> None:
+    with open(path, "a") as f:
+        f.write(json.dumps(record) + "\n")
+        f.flush()
+
+
+def read_jsonl(path: Path) -> list[dict[str, Any]]:
+    """Records of a metrics file; a last line cut off by a crash is skipped."""
+    records = []
+    if not Path(path).exists():
+        return records
+    for line in Path(path).read_text().splitlines():
+        try:
+            records.append(json.loads(line))
+        except json.JSONDecodeError:
+            continue
+    return records
+
+
+def truncate_metrics(path: Path, last_step: int) -> None:
+    """Drop records written after the checkpoint a resumed run restarts from."""
+    kept = [r for r in read_jsonl(path) if r.get("step", 0) <= last_step]
+    atomic_write_bytes(path, "".join(json.dumps(r) + "\n" for r in kept).encode())
+
+
+def new_run_dir(root: Path, stem: str) -> Path:
+    """A fresh folder `root/stem`, or `stem-2`, `stem-3`, ... if taken."""
+    stem = re.sub(r"[^A-Za-z0-9_.-]+", "-", stem).strip("-")
+    candidate, n = root / stem, 2
+    while candidate.exists():
+        candidate, n = root / f"{stem}-{n}", n + 1
+    return candidate
