@@ -144,6 +144,7 @@ def test_training_runs_on_cuda(tmp_path):
     assert summary["device"].startswith("cuda")
 
 
+@pytest.mark.filterwarnings("ignore:Detected pickle protocol")
 def test_bad_checkpoints_are_refused_without_running_their_code(tmp_path):
     run = tmp_path / "run"
     train("ppo", "bandit", timesteps=256, run_dir=run, device="cpu", eval_episodes=1, **QUIET)

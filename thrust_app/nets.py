@@ -34,16 +34,17 @@ def mlp(sizes: Sequence[int], activation: str, last_activation: bool = True) -> 
 
 
 class CNNEncoder(nn.Module):
-    """Two 3x3 conv layers that keep the grid size, then a linear layer: enough for a 10x10 board."""
+    """Two 3x3 conv layers that keep the grid size, then a linear layer: enough for a 10x10 board,
+    and small enough (about 0.4M parameters) that a CPU trains it at thousands of steps per second."""
 
-    def __init__(self, obs_shape: Sequence[int], features: int = 256) -> None:
+    def __init__(self, obs_shape: Sequence[int], features: int = 128) -> None:
         super().__init__()
         c, h, w = obs_shape
         self.net = nn.Sequential(
-            nn.Conv2d(c, 32, 3, padding=1), nn.ReLU(),
-            nn.Conv2d(32, 64, 3, padding=1), nn.ReLU(),
+            nn.Conv2d(c, 16, 3, padding=1), nn.ReLU(),
+            nn.Conv2d(16, 32, 3, padding=1), nn.ReLU(),
             nn.Flatten(),
-            nn.Linear(64 * h * w, features), nn.ReLU(),
+            nn.Linear(32 * h * w, features), nn.ReLU(),
         )
         self.out_dim = features
 

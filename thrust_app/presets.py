@@ -69,8 +69,8 @@ _add("ppo", ("thrust/Snake-v0",), Preset(300_000, {
     "activation": "relu",
 }, ZOO.format(algo="ppo", env="atari") + ", scaled to a 10x10 board"))
 _add("dqn", ("thrust/Snake-v0",), Preset(300_000, {
-    "learning_rate": 1e-4, "buffer_size": 100_000, "learning_starts": 5_000, "batch_size": 32, "train_freq": 4,
-    "gradient_steps": 1, "target_update_interval": 1_000, "exploration_fraction": 0.2, "exploration_final_eps": 0.02,
+    "n_envs": 4, "learning_rate": 1e-4, "buffer_size": 100_000, "learning_starts": 5_000, "batch_size": 32,
+    "train_freq": 1, "gradient_steps": 1, "target_update_interval": 1_000, "exploration_fraction": 0.2, "exploration_final_eps": 0.02,
 }, ZOO.format(algo="dqn", env="atari") + ", scaled to a 10x10 board"))
 
 
