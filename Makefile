@@ -5,18 +5,36 @@ PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.thrust-installed
+NODE_MODULES := web/node_modules/.package-lock.json
 TORCH := torch==2.13.0
 
-.PHONY: run test install demo bench clean
+.PHONY: run test web install demo bench validate reference-bundles clean
+
+# The reference bundles in export/: env:algo pairs, each trained with its preset and seed 0.
+REFERENCE := bandit:ppo cartpole:ppo pendulum:sac snake:ppo
 
 run: install
 	$(PY) -m thrust_app demo
 
-test: install
+test: install $(NODE_MODULES)
 	$(PY) -m pytest
+
+web: install $(NODE_MODULES)
+	$(PY) -m thrust_app web
 
 bench: install
 	$(PY) benches/env_step.py
+
+validate: install
+	$(PY) benches/validation.py
+
+reference-bundles: install
+	for pair in $(REFERENCE); do \
+	  env=$${pair%%:*}; algo=$${pair##*:}; run=runs/reference-$$env-$$algo; \
+	  rm -rf $$run && \
+	  $(PY) -m thrust_app train $$algo $$env --seed 0 --run-dir $$run --quiet && \
+	  $(PY) -m thrust_app export $$run --out export/$$env-$$algo --force || exit 1; \
+	done
 
 install: $(STAMP)
 
@@ -27,6 +45,9 @@ $(STAMP): pyproject.toml Makefile | $(PY)
 	$(PY) -m pip install --disable-pip-version-check -q $(TORCH)
 	$(PY) -m pip install --disable-pip-version-check -q -e ".[test]"
 	touch $@
+
+$(NODE_MODULES): web/package.json web/package-lock.json
+	cd web && npm ci --no-audit --no-fund
 
 clean:
 	rm -rf $(VENV) build *.egg-info .pytest_cache

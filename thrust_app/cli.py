@@ -57,23 +57,76 @@ def _print_summary(summary: dict) -> None:
 
 
 def _cmd_eval(args: argparse.Namespace) -> int:
-    from .algos.base import deterministic_action
-    from .evaluation import evaluate
-    from .trainer import load_policy
+    from pathlib import Path
 
+    from .bundle import MANIFEST_FILE, check_bundle_fits_env, load_bundle
+    from .evaluation import evaluate
+
+    path = Path(args.path)
+    is_bundle = (path / MANIFEST_FILE).is_file() or path.name in ("policy.onnx", MANIFEST_FILE)
+    runtime = args.runtime or ("onnxruntime" if is_bundle else "torch")
+    if runtime == "onnxruntime":
+        if not is_bundle:
+            raise UsageError(f"{path} is not a bundle; export the run first (`thrust export {path}`) "
+                             "or evaluate it with --runtime torch")
+        from .bundle import OnnxPolicy
+
+        bundle = load_bundle(path)
+        check_bundle_fits_env(bundle)
+        act, env_id, label = OnnxPolicy(bundle).act, bundle.env_id, f"{bundle.manifest['algo']} bundle"
+    else:
+        run = Path(load_bundle(path).manifest["source_run"]) if is_bundle else path
+        if is_bundle and not run.is_dir():
+            raise UsageError(f"the bundle's source run {run} is not here; evaluate the bundle with --runtime onnxruntime")
+        act, env_id, label = _torch_policy(run, args.device)
+    result = evaluate(act, env_id, args.episodes, args.seed)
+    print(f"{label} on {env_id} ({runtime}): mean return {result.mean:.3f} +- {result.std:.3f} over "
+          f"{args.episodes} episodes (seeds {args.seed}..{args.seed + args.episodes - 1})")
+    print("returns:", " ".join(f"{r:.6g}" for r in result.returns))
+    return 0
+
+
+def _torch_policy(run, device: str):
     import torch
 
-    spec, policy = load_policy(args.path, args.device)
-    device = next(policy.parameters()).device
+    from .algos.base import deterministic_action
+    from .trainer import load_policy
+
+    spec, policy = load_policy(run, device)
+    on = next(policy.parameters()).device
 
     def act(obs):
         with torch.no_grad():
-            return deterministic_action(policy, torch.as_tensor(obs, device=device)).cpu().numpy()
+            return deterministic_action(policy, torch.as_tensor(obs, device=on)).cpu().numpy()
 
-    result = evaluate(act, spec.env, args.episodes, args.seed)
-    print(f"{spec.algo} {spec.env}: mean return {result.mean:.3f} +- {result.std:.3f} over {args.episodes} "
-          f"episodes (seeds {args.seed}..{args.seed + args.episodes - 1})")
-    print("returns:", " ".join(f"{r:.6g}" for r in result.returns))
+    return act, spec.env, f"{spec.algo} run"
+
+
+def _cmd_export(args: argparse.Namespace) -> int:
+    from .exporter import export_run
+
+    bundle = export_run(args.run_dir, args.out, force=args.force)
+    parity = bundle.manifest["parity"]
+    agreement = f", actions agree {parity['action_agreement']:.1%}" if "action_agreement" in parity else ""
+    print(f"exported {bundle.manifest['algo']} on {bundle.env_id} to {bundle.path} "
+          f"({bundle.model_path.stat().st_size / 1024:.0f} KiB, IR {bundle.manifest['onnx']['ir_version']}, "
+          f"opset {bundle.manifest['onnx']['opset']}); torch vs onnxruntime: max |diff| {parity['max_abs_diff']:.2g}"
+          f"{agreement}")
+    return 0
+
+
+def _cmd_web(args: argparse.Namespace) -> int:
+    from .web.server import PlayerServer, ensure_node_modules
+
+    ensure_node_modules()
+    server = PlayerServer(port=args.port, verbose=args.verbose)
+    print(f"thrust: browser player on {server.url}  (Ctrl-C to stop)", flush=True)
+    try:
+        server.serve_forever()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        server.httpd.server_close()
     return 0
 
 
@@ -106,12 +159,25 @@ def build_parser() -> argparse.ArgumentParser:
     tr.add_argument("--quiet", action="store_true", help="no progress bar")
     tr.set_defaults(func=_cmd_train)
 
-    ev = sub.add_parser("eval", help="evaluate a trained run's deterministic policy")
-    ev.add_argument("path", help="a run folder (runs/<name>)")
+    ev = sub.add_parser("eval", help="evaluate a run or an exported bundle with its deterministic policy")
+    ev.add_argument("path", help="a run folder (runs/<name>) or a bundle folder (export/<name>)")
     ev.add_argument("--episodes", type=int, default=10)
     ev.add_argument("--seed", type=int, default=0, help="episode i uses seed SEED+i")
-    ev.add_argument("--device", default="cpu")
+    ev.add_argument("--runtime", choices=("torch", "onnxruntime"),
+                    help="torch (a run) or onnxruntime (a bundle; needs no torch); default: by what PATH is")
+    ev.add_argument("--device", default="cpu", help="torch runtime only")
     ev.set_defaults(func=_cmd_eval)
+
+    ex = sub.add_parser("export", help="export a run's policy to an ONNX bundle (policy.onnx + manifest.json)")
+    ex.add_argument("run_dir", help="a run folder (runs/<name>)")
+    ex.add_argument("--out", help="bundle folder (default: export/<run-name>)")
+    ex.add_argument("--force", action="store_true", help="replace a different bundle already in the folder")
+    ex.set_defaults(func=_cmd_export)
+
+    web = sub.add_parser("web", help="serve the browser player and the bundles in export/ on 127.0.0.1")
+    web.add_argument("--port", type=int, default=8000)
+    web.add_argument("--verbose", action="store_true", help="log every request")
+    web.set_defaults(func=_cmd_web)
     return parser
 
 

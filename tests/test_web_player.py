@@ -1,0 +1,153 @@
+"""The browser player in headless Chromium: Pyodide runs Thrust's env cores, onnxruntime-web runs
+each reference bundle on wasm and on WebGPU, and every episode equals the Python onnxruntime one."""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import os
+import shutil
+import urllib.error
+import urllib.request
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from thrust_app.bundle import load_bundle
+from thrust_app.playback import onnx_episode
+from thrust_app.web.core_wheel import CORE_FILES, build_core_wheel
+from thrust_app.web.server import EXPORT_DIR, WEB_DIR, PlayerServer, bundle_index
+
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = ["--headless=new", "--no-sandbox", "--disable-background-networking", "--disable-component-update",
+                 "--disable-sync", "--no-first-run", "--disable-quic", "--enable-unsafe-webgpu"]
+REFERENCE = sorted(p.name for p in EXPORT_DIR.iterdir() if (p / "manifest.json").is_file())
+
+needs_browser = pytest.mark.skipif(
+    not os.environ.get("THRUST_REQUIRE_BROWSER")  # CI sets it: there a missing browser is a failure
+    and (not Path(CHROMIUM).exists() or not (WEB_DIR / "node_modules" / "pyodide").is_dir()),
+    reason="needs Debian chromium (/usr/bin/chromium) and web/node_modules (npm ci in web/); .ci/run installs both",
+)
+
+
+def test_reference_bundles_are_committed():
+    assert {name.split("-")[0] for name in REFERENCE} == {"bandit", "cartpole", "pendulum", "snake"}
+    for name in REFERENCE:
+        assert load_bundle(EXPORT_DIR / name).manifest["command"].startswith("thrust train")
+    assert all(entry["ok"] for entry in bundle_index(EXPORT_DIR))
+
+
+def test_core_wheel_holds_only_the_pure_python_cores():
+    names = zipfile.ZipFile(io.BytesIO(build_core_wheel())).namelist()
+    py_files = sorted(n for n in names if n.endswith(".py"))
+    assert py_files == sorted(f"thrust_app/{f}" for f in CORE_FILES)
+    assert "thrust_app/envs/core/cartpole.py" in py_files and not any("gym_adapter" in n for n in names)
+    assert build_core_wheel() == build_core_wheel()  # deterministic
+
+
+@pytest.fixture(scope="module")
+def server():
+    if not (WEB_DIR / "node_modules" / "pyodide").is_dir() and not os.environ.get("THRUST_REQUIRE_BROWSER"):
+        pytest.skip("web/node_modules is missing: run `make test` (it runs npm ci in web/)")
+    with PlayerServer(port=0) as running:
+        yield running
+
+
+def fetch(url: str):
+    return urllib.request.urlopen(url, timeout=10)
+
+
+def test_server_sends_isolation_headers_and_mime_types(server):
+    wasm = fetch(server.url + "node_modules/onnxruntime-web/dist/ort-wasm-simd-threaded.jsep.wasm")
+    assert wasm.headers["Content-Type"] == "application/wasm"
+    assert wasm.headers["Cross-Origin-Opener-Policy"] == "same-origin"
+    assert wasm.headers["Cross-Origin-Embedder-Policy"] == "require-corp"
+    assert fetch(server.url + "src/player.js").headers["Content-Type"] == "text/javascript"
+    assert fetch(server.url + "node_modules/pyodide/pyodide.mjs").headers["Content-Type"] == "text/javascript"
+    index = json.load(fetch(server.url + "export/index.json"))
+    assert [e["name"] for e in index] == REFERENCE
+    with pytest.raises(urllib.error.HTTPError):
+        fetch(server.url + "export/../pyproject.toml")
+
+
+@pytest.fixture(scope="module")
+def page(server):
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        page = browser.new_page()
+        page.requests = []
+        page.on("request", lambda request: page.requests.append(request.url))
+        page.goto(server.url + f"?bundle={REFERENCE[0]}&ep=wasm&seed=0")
+        page.wait_for_function("window.thrustPlayer !== undefined")
+        page.evaluate("window.thrustPlayer.ready")
+        yield page
+        browser.close()
+
+
+@needs_browser
+@pytest.mark.parametrize("ep", ["wasm", "webgpu"])
+@pytest.mark.parametrize("bundle", REFERENCE)
+def test_browser_episode_equals_python_onnxruntime(page, bundle, ep):
+    seed = 3
+    got = page.evaluate("(a) => window.thrustPlayer.runEpisode(a)", {"bundle": bundle, "seed": seed, "ep": ep})
+    want = onnx_episode(EXPORT_DIR / bundle, seed)
+    assert got["ep"] == ep
+    assert got["steps"] == want.steps
+    if load_bundle(EXPORT_DIR / bundle).discrete:
+        assert got["actions"] == want.actions
+        assert got["episodeReturn"] == want.episode_return
+    else:
+        assert got["actions"] == pytest.approx(want.actions, abs=1e-4)
+        assert got["episodeReturn"] == pytest.approx(want.episode_return, rel=1e-4)
+    assert got["medianInferenceMs"] > 0
+
+
+def canvas_colours(page) -> int:
+    return page.evaluate("""() => {
+        const c = document.getElementById('canvas');
+        const d = c.getContext('2d').getImageData(0, 0, c.width, c.height).data;
+        const seen = new Set();
+        for (let i = 0; i < d.length; i += 4) seen.add((d[i] << 16) | (d[i + 1] << 8) | d[i + 2]);
+        return seen.size;
+    }""")
+
+
+@needs_browser
+def test_canvas_shows_the_episode(page, tmp_path):
+    for bundle in REFERENCE:
+        page.evaluate("(a) => window.thrustPlayer.runEpisode(a)", {"bundle": bundle, "seed": 1, "ep": "wasm", "maxSteps": 20})
+        assert canvas_colours(page) > 3, bundle
+    page.screenshot(path=str(tmp_path / "player.png"))
+    assert (tmp_path / "player.png").stat().st_size > 10_000
+
+
+@needs_browser
+def test_dropped_bad_models_show_their_error_on_the_page(page, tmp_path):
+    good = load_bundle(EXPORT_DIR / REFERENCE[0]).manifest
+    junk = tmp_path / "policy.onnx"
+    junk.write_bytes(b"definitely not an onnx model")
+    manifest = tmp_path / "manifest.json"
+    manifest.write_text(json.dumps({**good, "sha256": hashlib.sha256(junk.read_bytes()).hexdigest()}))
+    page.set_input_files("#files", [str(junk), str(manifest)])
+    page.wait_for_selector("#error:not([hidden])")
+    assert "could not load policy.onnx" in page.inner_text("#error")
+    manifest.write_text(json.dumps(good))  # now the sha256 no longer matches the file
+    page.set_input_files("#files", [str(junk), str(manifest)])
+    page.wait_for_function("document.getElementById('error').textContent.includes('does not match its manifest')")
+    other = tmp_path / "other"
+    other.mkdir()
+    shutil.copy(EXPORT_DIR / REFERENCE[0] / "policy.onnx", other / "policy.onnx")
+    (other / "manifest.json").write_text(json.dumps({**good, "observation": {"shape": [7], "dtype": "float32"}}))
+    page.set_input_files("#files", [str(other / "policy.onnx"), str(other / "manifest.json")])
+    page.wait_for_function("document.getElementById('error').textContent.includes('does not fit this env')")
+
+
+@needs_browser
+def test_no_request_leaves_the_local_server(page, server):
+    assert page.requests, "the page made no requests at all?"
+    outside = [u for u in page.requests if not u.startswith(server.url) and not u.startswith(("data:", "blob:"))]
+    assert outside == []

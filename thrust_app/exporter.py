@@ -1,0 +1,231 @@
+"""`thrust export`: a trained run's deterministic policy as an ONNX bundle, checked against torch first.
+
+The graph is the policy ready to act (see `thrust_app.bundle` for inputs, outputs and dtypes). Before
+anything is written, onnxruntime runs the exported file side by side with torch on random and on
+real observations at batch 1 and a large batch; a bundle that disagrees is refused, with the numbers.
+The bundle folder appears whole or not at all: it is built in a temporary folder and renamed into place.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import logging
+import shutil
+import tempfile
+from pathlib import Path
+import warnings
+from typing import Any
+
+import numpy as np
+import torch
+from torch import nn
+
+from . import __version__
+from .algos.base import deterministic_action
+from .bundle import (BUNDLE_FORMAT, BUNDLE_VERSION, CONTINUOUS_ACTION_DTYPE, DISCRETE_ACTION_DTYPE, MANIFEST_FILE,
+                     MODEL_FILE, Bundle, BundleError, OnnxPolicy, check_model_file, load_bundle, sha256_file)
+from .envs.batched import make_batched
+from .envs.core import Discrete
+from .runs import RunDirError, read_json
+from .trainer import load_policy, load_spec
+
+#: Largest |torch - onnxruntime| accepted on any float output.
+MAX_ABS_DIFF = 1e-4
+#: Discrete actions may differ only where torch's two best scores are closer than this (a tie).
+TIE_GAP = 1e-5
+LARGE_BATCH = 256
+
+
+class ParityError(BundleError):
+    """The exported model does not act like the torch policy."""
+
+
+class PolicyGraph(nn.Module):
+    """What the ONNX graph computes: scores and an int32 action (discrete), or the bounded action."""
+
+    def __init__(self, policy: nn.Module, discrete: bool) -> None:
+        super().__init__()
+        self.policy = policy
+        self.discrete = discrete
+
+    def forward(self, obs: torch.Tensor):
+        out = self.policy.act(obs)
+        if self.discrete:
+            scores, action = out
+            return scores, action.to(torch.int32)
+        return out
+
+
+def output_specs(algo: str, action_space: Any) -> list[dict[str, Any]]:
+    if isinstance(action_space, Discrete):
+        scores = "q_values" if algo == "dqn" else "logits"
+        meaning = ("Q-value of each action" if algo == "dqn" else "unnormalised log-probability of each action")
+        return [
+            {"name": scores, "dtype": "float32", "shape": ["batch", action_space.n], "meaning": meaning},
+            {"name": "action", "dtype": DISCRETE_ACTION_DTYPE, "shape": ["batch"],
+             "meaning": f"greedy action, argmax of {scores}"},
+        ]
+    return [{"name": "action", "dtype": CONTINUOUS_ACTION_DTYPE, "shape": ["batch", *action_space.shape],
+             "meaning": "deterministic action, already squashed/clipped and scaled to the env's bounds"}]
+
+
+def export_onnx(graph: PolicyGraph, obs_shape: tuple[int, ...], outputs: list[dict[str, Any]], path: Path) -> None:
+    example = torch.zeros((2, *obs_shape), dtype=torch.float32)
+    # The exporter narrates its passes on stdout and warns about torchvision ops no policy uses.
+    registration_log = logging.getLogger("torch.onnx._internal.exporter._registration")
+    level = registration_log.level
+    registration_log.setLevel(logging.ERROR)
+    with contextlib.redirect_stdout(io.StringIO()), warnings.catch_warnings():
+        warnings.simplefilter("ignore", FutureWarning)
+        program = torch.onnx.export(
+            graph, (example,), dynamo=True, input_names=["obs"], output_names=[o["name"] for o in outputs],
+            dynamic_shapes={"obs": {0: torch.export.Dim("batch", min=1)}},
+        )
+        program.save(str(path), external_data=False)
+    registration_log.setLevel(level)
+
+
+def sample_observations(env_id: str, policy: nn.Module, rng: np.random.Generator, n_env_steps: int = 256) -> dict[str, np.ndarray]:
+    """Random observations (within the space, or N(0, 1) where it is unbounded) and real ones from rollouts."""
+    env = make_batched(env_id, 8, seed=int(rng.integers(2**31)))
+    space = env.observation_space
+    low = np.asarray(space.low, dtype=np.float64).reshape(space.shape)
+    high = np.asarray(space.high, dtype=np.float64).reshape(space.shape)
+    finite = np.isfinite(low) & np.isfinite(high) & (high - low < 1e6)
+    shape = (LARGE_BATCH, *space.shape)
+    uniform = rng.uniform(np.where(finite, low, 0), np.where(finite, high, 1), size=shape)
+    random_obs = np.where(finite, uniform, rng.normal(size=shape)).astype(np.float32)
+    if low.min() == 0 and high.max() == 1 and len(space.shape) == 3:  # image of 0/1 cells
+        random_obs = (rng.random(shape) < 0.1).astype(np.float32)
+    obs = env.reset()
+    seen = []
+    for _ in range(n_env_steps // 8):
+        seen.append(obs)
+        with torch.no_grad():
+            action = deterministic_action(policy, torch.as_tensor(obs)).numpy()
+        obs = env.step(action).obs
+    env.close()
+    return {"random": random_obs, "env": np.concatenate(seen).astype(np.float32)}
+
+
+def check_parity(graph: PolicyGraph, model_path: Path, manifest: dict[str, Any], samples: dict[str, np.ndarray]) -> dict[str, Any]:
+    """Run torch and onnxruntime on the same observations; report the worst difference and agreement."""
+    runner = OnnxPolicy(Bundle(model_path.parent, manifest))
+    names = [o["name"] for o in manifest["outputs"]]
+    worst, agree, total, ties = 0.0, 0, 0, 0
+    for obs in samples.values():
+        for batch in ([obs[i : i + 1] for i in range(8)] + [obs]):  # batch 1 and the large batch
+            with torch.no_grad():
+                expected = graph(torch.as_tensor(batch))
+            expected = expected if isinstance(expected, tuple) else (expected,)
+            got = runner.run(batch)
+            for name, want in zip(names, expected):
+                want = want.numpy()
+                if want.dtype == np.float32:
+                    worst = max(worst, float(np.max(np.abs(want - got[name]))))
+            if graph.discrete:
+                scores = np.sort(expected[0].numpy(), axis=-1)
+                near_tie = (scores[:, -1] - scores[:, -2]) < TIE_GAP
+                same = expected[1].numpy() == got["action"]
+                agree += int(same.sum())
+                ties += int((~same & near_tie).sum())
+                total += len(batch)
+    report = {"runtime": "onnxruntime CPUExecutionProvider", "max_abs_diff": worst,
+              "batch_sizes": [1, LARGE_BATCH], "observations": {k: len(v) for k, v in samples.items()}}
+    if graph.discrete:
+        report["action_agreement"] = agree / total
+        report["near_tie_disagreements"] = ties
+    problems = []
+    if worst > MAX_ABS_DIFF:
+        problems.append(f"max |torch - onnxruntime| is {worst:.3g} (limit {MAX_ABS_DIFF})")
+    if graph.discrete and agree + ties < total:
+        problems.append(f"actions agree on {agree}/{total} observations")
+    if problems:
+        raise ParityError("the exported model does not act like the torch policy: " + "; ".join(problems)
+                          + "; nothing was written")
+    return report
+
+
+def export_run(run_dir: str | Path, out: str | Path | None = None, force: bool = False,
+               export_root: str | Path = "export") -> Bundle:
+    """Export a run's policy to a bundle folder (default `export/<run-name>`); returns the loaded bundle."""
+    run_dir = Path(run_dir)
+    spec = load_spec(run_dir)
+    _, policy = load_policy(run_dir, "cpu")
+    env = make_batched(spec.env, 1, seed=0)
+    obs_shape, action_space = tuple(env.observation_space.shape), env.action_space
+    env.close()
+    out_dir = Path(out) if out is not None else Path(export_root) / run_dir.resolve().name
+    summary = read_json(run_dir / "summary.json") if (run_dir / "summary.json").exists() else {}
+    config = read_json(run_dir / "config.json")
+    outputs = output_specs(spec.algo, action_space)
+    discrete = isinstance(action_space, Discrete)
+    graph = PolicyGraph(policy, discrete).eval()
+
+    out_dir.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.", dir=out_dir.parent))
+    staging.chmod(0o755)  # mkdtemp makes it private; a bundle is meant to be served and shared
+    try:
+        model_path = staging / MODEL_FILE
+        export_onnx(graph, obs_shape, outputs, model_path)
+        model = check_model_file(model_path)
+        manifest = {
+            "format": BUNDLE_FORMAT, "version": BUNDLE_VERSION, "env_id": spec.env, "algo": spec.algo,
+            "observation": {"shape": list(obs_shape), "dtype": "float32",
+                            "preprocessing": "none: feed the env's raw float32 observations, batch first"},
+            "action_space": ({"type": "discrete", "n": action_space.n} if discrete else
+                             {"type": "box", "shape": list(action_space.shape), "low": list(action_space.low),
+                              "high": list(action_space.high)}),
+            "inputs": [{"name": "obs", "dtype": "float32", "shape": ["batch", *obs_shape],
+                        "meaning": "a batch of observations"}],
+            "outputs": outputs, "action_output": "action",
+            "training": {k: summary.get(k) for k in ("timesteps", "eval_mean", "eval_std", "solved_at_step", "seed",
+                                                       "device", "wall_s")},
+            "source_run": str(run_dir),
+            "command": f"{config.get('command', spec.command())} --run-dir {run_dir} && "
+                       f"thrust export {run_dir} --out {out_dir}",
+            "onnx": {"ir_version": model.ir_version, "opset": max(o.version for o in model.opset_import if o.domain in ("", "ai.onnx"))},
+            "versions": {"thrust": __version__, "torch": torch.__version__, "onnx": _version("onnx"),
+                         "onnxruntime": _version("onnxruntime")},
+            "sha256": sha256_file(model_path),
+        }
+        samples = sample_observations(spec.env, policy, np.random.default_rng(spec.seed))
+        manifest["parity"] = check_parity(graph, model_path, manifest, samples)
+        (staging / MANIFEST_FILE).write_text(json.dumps(manifest, indent=2) + "\n")
+        _move_into_place(staging, out_dir, manifest, force)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+    return load_bundle(out_dir)
+
+
+def _move_into_place(staging: Path, out_dir: Path, manifest: dict[str, Any], force: bool) -> None:
+    if out_dir.exists() and any(out_dir.iterdir()):
+        try:
+            existing = load_bundle(out_dir).manifest
+            same = existing.get("sha256") == manifest["sha256"]
+        except BundleError:
+            same = False
+        if not same and not force:
+            raise BundleError(f"{out_dir} already holds a different bundle (or other files); "
+                              "pass --force to replace it, or --out to choose another folder")
+        backup = out_dir.with_name(f".{out_dir.name}.old")
+        shutil.rmtree(backup, ignore_errors=True)
+        out_dir.rename(backup)
+        staging.rename(out_dir)
+        shutil.rmtree(backup, ignore_errors=True)
+    else:
+        if out_dir.exists():
+            out_dir.rmdir()
+        staging.rename(out_dir)
+
+
+def _version(module: str) -> str:
+    from importlib.metadata import version
+
+    return version(module)
+
+
+__all__ = ["ParityError", "PolicyGraph", "RunDirError", "export_run"]

@@ -1,0 +1,1 @@
+"""The browser player's Python side: the server that hosts it and the wheel Pyodide loads."""

@@ -1,0 +1,151 @@
+"""`thrust web`: serve the browser player (web/), the bundles (export/) and the core wheel on 127.0.0.1.
+
+Routes: `/` and the player's files from web/, `/node_modules/...` (pyodide, onnxruntime-web),
+`/export/index.json` (the bundles found, built per request), `/export/<name>/{policy.onnx,manifest.json}`,
+and `/py/<wheel>` (Thrust's env cores for Pyodide). Every response carries COOP/COEP headers
+(cross-origin isolation, which onnxruntime-web's threaded wasm needs) and no request is ever made
+beyond this server.
+"""
+
+from __future__ import annotations
+
+import json
+import mimetypes
+import shutil
+import subprocess
+import threading
+from functools import partial
+from http import HTTPStatus
+from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from urllib.parse import unquote, urlparse
+
+from ..bundle import BundleError, load_bundle
+from .core_wheel import build_core_wheel, wheel_name
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+WEB_DIR = REPO_ROOT / "web"
+EXPORT_DIR = REPO_ROOT / "export"
+HOST = "127.0.0.1"
+
+MIME_TYPES = {".wasm": "application/wasm", ".mjs": "text/javascript", ".js": "text/javascript",
+              ".json": "application/json", ".onnx": "application/octet-stream", ".whl": "application/zip",
+              ".zip": "application/zip", ".css": "text/css", ".html": "text/html; charset=utf-8",
+              ".map": "application/json", ".py": "text/x-python"}
+
+
+class WebSetupError(RuntimeError):
+    """The player cannot be served (npm missing, install failed)."""
+
+
+def ensure_node_modules(web_dir: Path = WEB_DIR, log=print) -> None:
+    """Install web/'s npm packages from package-lock.json if they are missing."""
+    if (web_dir / "node_modules" / "pyodide").is_dir() and (web_dir / "node_modules" / "onnxruntime-web").is_dir():
+        return
+    npm = shutil.which("npm")
+    if npm is None:
+        raise WebSetupError("the browser player needs npm (Node.js) to install pyodide and onnxruntime-web; "
+                            "install Node.js >= 18, then run `thrust web` again")
+    log("thrust: installing the player's npm packages (npm ci)...")
+    done = subprocess.run([npm, "ci", "--no-audit", "--no-fund"], cwd=web_dir, capture_output=True, text=True)
+    if done.returncode != 0:
+        raise WebSetupError(f"`npm ci` in {web_dir} failed:\n{done.stderr[-2000:]}")
+
+
+def bundle_index(export_dir: Path) -> list[dict]:
+    """Every bundle under export_dir, valid ones with their manifest summary, broken ones with the reason."""
+    entries = []
+    for path in sorted(p for p in export_dir.iterdir() if p.is_dir() and not p.name.startswith(".")) if export_dir.is_dir() else []:
+        try:
+            m = load_bundle(path).manifest
+            entries.append({"name": path.name, "env_id": m["env_id"], "algo": m["algo"],
+                            "eval_mean": m.get("training", {}).get("eval_mean"), "ok": True})
+        except BundleError as err:
+            entries.append({"name": path.name, "ok": False, "error": str(err)})
+    return entries
+
+
+class PlayerHandler(SimpleHTTPRequestHandler):
+    """Static files with the player's headers and MIME types, plus the generated routes."""
+
+    export_dir: Path = EXPORT_DIR
+    wheel: bytes = b""
+
+    def __init__(self, *args, directory: str, **kwargs) -> None:
+        super().__init__(*args, directory=directory, **kwargs)
+
+    def end_headers(self) -> None:
+        self.send_header("Cross-Origin-Opener-Policy", "same-origin")
+        self.send_header("Cross-Origin-Embedder-Policy", "require-corp")
+        self.send_header("Cross-Origin-Resource-Policy", "same-origin")
+        self.send_header("Cache-Control", "no-cache")
+        super().end_headers()
+
+    def guess_type(self, path) -> str:
+        return MIME_TYPES.get(Path(str(path)).suffix.lower()) or mimetypes.guess_type(str(path))[0] or "application/octet-stream"
+
+    def log_message(self, format: str, *args) -> None:  # noqa: A002 - the base class's name
+        if getattr(self.server, "verbose", False):
+            super().log_message(format, *args)
+
+    def _send(self, body: bytes, content_type: str) -> None:
+        self.send_response(HTTPStatus.OK)
+        self.send_header("Content-Type", content_type)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        if self.command != "HEAD":
+            self.wfile.write(body)
+
+    def do_HEAD(self) -> None:
+        self.do_GET()
+
+    def do_GET(self) -> None:
+        path = unquote(urlparse(self.path).path)
+        if path == "/export/index.json":
+            return self._send(json.dumps(bundle_index(self.export_dir)).encode(), "application/json")
+        if path == f"/py/{wheel_name()}":
+            return self._send(self.wheel, "application/zip")
+        if path == "/py/index.json":
+            return self._send(json.dumps({"wheel": f"/py/{wheel_name()}"}).encode(), "application/json")
+        if path.startswith("/export/"):
+            target = (self.export_dir / path[len("/export/"):]).resolve()
+            if self.export_dir.resolve() not in target.parents or not target.is_file():
+                return self.send_error(HTTPStatus.NOT_FOUND, "no such bundle file")
+            return self._send(target.read_bytes(), self.guess_type(target))
+        return super().do_GET()
+
+
+class PlayerServer:
+    """The player's HTTP server on 127.0.0.1; `start()` runs it in a thread, `stop()` shuts it down."""
+
+    def __init__(self, port: int = 8000, web_dir: Path = WEB_DIR, export_dir: Path = EXPORT_DIR,
+                 verbose: bool = False) -> None:
+        handler = type("Handler", (PlayerHandler,), {"export_dir": Path(export_dir), "wheel": build_core_wheel()})
+        self.httpd = ThreadingHTTPServer((HOST, port), partial(handler, directory=str(web_dir)))
+        self.httpd.verbose = verbose
+        self.httpd.daemon_threads = True
+        self._thread: threading.Thread | None = None
+
+    @property
+    def url(self) -> str:
+        return f"http://{HOST}:{self.httpd.server_address[1]}/"
+
+    def start(self) -> "PlayerServer":
+        self._thread = threading.Thread(target=self.httpd.serve_forever, name="thrust-web", daemon=True)
+        self._thread.start()
+        return self
+
+    def serve_forever(self) -> None:
+        self.httpd.serve_forever()
+
+    def stop(self) -> None:
+        self.httpd.shutdown()
+        self.httpd.server_close()
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+
+    def __enter__(self) -> "PlayerServer":
+        return self.start()
+
+    def __exit__(self, *exc) -> None:
+        self.stop()

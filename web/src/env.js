@@ -1,0 +1,56 @@
+// The environment side: Pyodide running Thrust's own pure-Python env cores (the desktop's source,
+// loaded as Thrust's wheel from this server). Nothing here is a JavaScript port of an env.
+import { loadPyodide } from "/node_modules/pyodide/pyodide.mjs";
+
+export async function startPython() {
+  const started = performance.now();
+  const pyodide = await loadPyodide({ indexURL: "/node_modules/pyodide/" });
+  const { wheel } = await (await fetch("/py/index.json")).json();
+  await pyodide.loadPackage(wheel);
+  const cores = pyodide.pyimport("thrust_app.envs.core");
+  return { pyodide, cores, startupMs: performance.now() - started };
+}
+
+const toObject = (proxy) => {
+  const value = proxy.toJs({ dict_converter: Object.fromEntries });
+  proxy.destroy();
+  return value;
+};
+
+// One env instance in Python. Observations come back as plain arrays of numbers.
+export class PyEnv {
+  constructor(python, envId) {
+    this.python = python;
+    this.core = python.cores.make_core(envId);
+    this.envId = envId;
+    this.observationShape = Array.from(this.core.observation_space.shape);
+    const space = this.core.action_space;
+    this.discrete = space.n !== undefined;
+  }
+
+  reset(seed) {
+    const obs = this.core.reset(seed);
+    const values = obs.toJs();
+    obs.destroy();
+    return values;
+  }
+
+  step(action) {
+    const pyAction = this.discrete ? action : this.python.pyodide.toPy(Array.from(action));
+    const result = this.core.step(pyAction);
+    if (!this.discrete) pyAction.destroy();
+    const obsProxy = result.obs;
+    const out = { obs: obsProxy.toJs(), reward: result.reward, terminated: result.terminated, truncated: result.truncated };
+    obsProxy.destroy();
+    result.destroy();
+    return out;
+  }
+
+  renderState() {
+    return toObject(this.core.render_state());
+  }
+
+  destroy() {
+    this.core.destroy();
+  }
+}

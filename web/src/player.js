@@ -1,0 +1,229 @@
+// The player page: pick or drop a bundle, run episodes with Python env + ONNX policy, draw them.
+// window.thrustPlayer is the automation hook the tests and benchmarks drive.
+import { PyEnv, startPython } from "./env.js";
+import { Policy, checkBundle, chooseProvider } from "./policy.js";
+import { draw } from "./render.js";
+
+const $ = (id) => document.getElementById(id);
+const params = new URLSearchParams(location.search);
+
+const state = {
+  python: null, bundle: null, policy: null, env: null, obs: null, done: false, playing: false,
+  episodeReturn: 0, steps: 0, latencies: [], frames: [], epRequest: params.get("ep") || "auto",
+};
+
+function showError(err) {
+  const box = $("error");
+  box.textContent = err ? (err.message || String(err)) : "";
+  box.hidden = !err;
+  if (err) console.error(err);
+}
+
+function median(values) {
+  if (!values.length) return NaN;
+  const sorted = [...values].sort((a, b) => a - b);
+  const mid = sorted.length >> 1;
+  return sorted.length % 2 ? sorted[mid] : (sorted[mid - 1] + sorted[mid]) / 2;
+}
+
+function updateStats() {
+  $("stat-return").textContent = state.env ? state.episodeReturn.toFixed(2) : "–";
+  $("stat-steps").textContent = state.env ? String(state.steps) : "–";
+  const now = performance.now();
+  state.frames = state.frames.filter((t) => now - t < 1000);
+  $("stat-fps").textContent = state.playing ? String(state.frames.length) : "–";
+  const med = median(state.latencies);
+  $("stat-latency").textContent = Number.isNaN(med) ? "–" : `${med.toFixed(2)} ms`;
+}
+
+function render() {
+  if (!state.env) return;
+  draw($("canvas"), state.env.envId, state.env.renderState());
+  state.frames.push(performance.now());
+  updateStats();
+}
+
+async function fetchBundle(name) {
+  const base = `/export/${encodeURIComponent(name)}/`;
+  const manifestResponse = await fetch(base + "manifest.json");
+  if (!manifestResponse.ok) throw new Error(`no bundle named "${name}" under export/`);
+  const manifest = await manifestResponse.json();
+  const model = new Uint8Array(await (await fetch(base + "policy.onnx")).arrayBuffer());
+  return { name, manifest, model };
+}
+
+// Make `bundle` the active one on execution provider `epRequest` ("auto", "webgpu" or "wasm").
+async function activate(bundle, epRequest) {
+  await checkBundle(bundle.manifest, bundle.model);
+  const known = state.python.cores.CORE_ENVS.has(bundle.manifest.env_id);
+  if (!known) throw new Error(`the bundle is for ${bundle.manifest.env_id}, which the player cannot run (Thrust's envs only)`);
+  const env = new PyEnv(state.python, bundle.manifest.env_id);
+  const want = JSON.stringify(env.observationShape);
+  if (JSON.stringify(bundle.manifest.observation.shape) !== want) {
+    env.destroy();
+    throw new Error(`the model takes observations of shape ${JSON.stringify(bundle.manifest.observation.shape)}, but ${bundle.manifest.env_id} gives ${want}: it does not fit this env`);
+  }
+  const { ep, why } = await chooseProvider(epRequest);
+  const policy = await Policy.create(bundle.manifest, bundle.model, ep);
+  await policy.act(new Array(env.observationShape.reduce((a, b) => a * b, 1)).fill(0)); // warm-up (compiles shaders)
+  state.policy?.release();
+  state.env?.destroy();
+  Object.assign(state, { bundle, policy, env, epRequest, latencies: [] });
+  $("ep").value = epRequest;
+  $("ep-status").textContent = `active: ${ep} — ${why}`;
+  $("caption").textContent = `${bundle.manifest.algo} on ${bundle.manifest.env_id} (${bundle.name})`;
+  resetEpisode(Number($("seed").value) || 0);
+  for (const id of ["play", "step", "reset"]) $(id).disabled = false;
+}
+
+function resetEpisode(seed) {
+  state.obs = state.env.reset(seed);
+  Object.assign(state, { done: false, episodeReturn: 0, steps: 0 });
+  render();
+}
+
+async function stepOnce() {
+  if (!state.env) return;
+  if (state.done) resetEpisode(Number($("seed").value) || 0);
+  const { action, ms } = await state.policy.act(state.obs);
+  state.latencies.push(ms);
+  if (state.latencies.length > 500) state.latencies.shift();
+  const out = state.env.step(action);
+  state.obs = out.obs;
+  state.episodeReturn += out.reward;
+  state.steps += 1;
+  state.done = out.terminated || out.truncated;
+  render();
+}
+
+let timer = null;
+function schedule() {
+  clearTimeout(timer);
+  if (!state.playing) return;
+  timer = setTimeout(async () => {
+    try {
+      await stepOnce();
+      if (state.done) {
+        setPlaying(false);
+        return;
+      }
+      schedule();
+    } catch (err) {
+      setPlaying(false);
+      showError(err);
+    }
+  }, 1000 / Number($("speed").value));
+}
+
+function setPlaying(on) {
+  state.playing = on;
+  $("play").textContent = on ? "Pause" : "Play";
+  schedule();
+  updateStats();
+}
+
+async function loadIndex() {
+  const entries = await (await fetch("/export/index.json")).json();
+  const select = $("bundle");
+  select.innerHTML = "";
+  select.append(new Option("— choose a bundle —", ""));
+  for (const e of entries) {
+    const label = e.ok ? `${e.name} (${e.algo}, ${e.env_id})` : `${e.name} — broken: ${e.error}`;
+    const option = new Option(label, e.name);
+    option.disabled = !e.ok;
+    select.append(option);
+  }
+  return entries;
+}
+
+async function readDropped(files) {
+  const byName = Object.fromEntries(Array.from(files, (f) => [f.name, f]));
+  const onnx = Object.values(byName).find((f) => f.name.endsWith(".onnx"));
+  const manifestFile = byName["manifest.json"] || Object.values(byName).find((f) => f.name.endsWith(".json"));
+  if (!onnx || !manifestFile) throw new Error("drop both files of a bundle: policy.onnx and manifest.json");
+  let manifest;
+  try {
+    manifest = JSON.parse(await manifestFile.text());
+  } catch (err) {
+    throw new Error(`${manifestFile.name} is not valid JSON: ${err.message}`);
+  }
+  return { name: `dropped: ${onnx.name}`, manifest, model: new Uint8Array(await onnx.arrayBuffer()) };
+}
+
+// The automation hook: one whole episode, as fast as it goes.
+async function runEpisode({ bundle, seed = 0, ep = "auto", maxSteps = 100000 } = {}) {
+  await ready;
+  if (!state.bundle || state.bundle.name !== bundle || state.epRequest !== ep) {
+    await activate(await fetchBundle(bundle), ep);
+  }
+  setPlaying(false);
+  resetEpisode(seed);
+  const actions = [];
+  const latencies = [];
+  while (!state.done && state.steps < maxSteps) {
+    const { action, ms } = await state.policy.act(state.obs);
+    latencies.push(ms);
+    actions.push(action);
+    const out = state.env.step(action);
+    state.obs = out.obs;
+    state.episodeReturn += out.reward;
+    state.steps += 1;
+    state.done = out.terminated || out.truncated;
+  }
+  state.latencies = latencies.slice(-500);
+  render();
+  return { actions, episodeReturn: state.episodeReturn, steps: state.steps, ep: state.policy.ep, medianInferenceMs: median(latencies) };
+}
+
+async function guarded(fn) {
+  try {
+    showError(null);
+    await fn();
+  } catch (err) {
+    showError(err);
+  }
+}
+
+const ready = (async () => {
+  $("ep").value = state.epRequest;
+  $("ep-status").textContent = "starting Python (Pyodide)…";
+  state.python = await startPython();
+  $("stat-startup").textContent = `${(state.python.startupMs / 1000).toFixed(2)} s`;
+  $("ep-status").textContent = "Python ready; pick a bundle";
+  await loadIndex();
+  const wanted = params.get("bundle");
+  if (wanted) {
+    $("bundle").value = wanted;
+    $("seed").value = params.get("seed") || "0";
+    await activate(await fetchBundle(wanted), state.epRequest);
+  }
+})();
+
+ready.catch(showError);
+
+$("bundle").addEventListener("change", (e) => e.target.value && guarded(async () => activate(await fetchBundle(e.target.value), $("ep").value)));
+$("ep").addEventListener("change", (e) => state.bundle && guarded(() => activate(state.bundle, e.target.value)));
+$("play").addEventListener("click", () => setPlaying(!state.playing));
+$("step").addEventListener("click", () => guarded(stepOnce));
+$("reset").addEventListener("click", () => guarded(async () => resetEpisode(Number($("seed").value) || 0)));
+$("speed").addEventListener("input", (e) => { $("speed-value").textContent = e.target.value; });
+$("files").addEventListener("change", (e) => guarded(async () => {
+  const files = Array.from(e.target.files);
+  e.target.value = ""; // so choosing the same files again fires another change
+  await activate(await readDropped(files), $("ep").value);
+}));
+const drop = $("drop");
+drop.addEventListener("dragover", (e) => { e.preventDefault(); drop.classList.add("over"); });
+drop.addEventListener("dragleave", () => drop.classList.remove("over"));
+drop.addEventListener("drop", (e) => {
+  e.preventDefault();
+  drop.classList.remove("over");
+  guarded(async () => activate(await readDropped(e.dataTransfer.files), $("ep").value));
+});
+setInterval(updateStats, 500);
+
+window.thrustPlayer = {
+  ready, runEpisode,
+  get timings() { return { pyodideStartupMs: state.python?.startupMs ?? null }; },
+  get activeEp() { return state.policy?.ep ?? null; },
+};

@@ -1,0 +1,96 @@
+// Canvas drawings of the four envs from their cores' render_state(), in the colours of
+// thrust_app/envs/render.py (the desktop's rgb_array frames).
+const C = { bg: "#fafaf7", ink: "#282c34", accent: "#4285f4", good: "#34a853", bad: "#db4437", food: "#ea4335", muted: "#c8c8c4", cell: "#f0f0ec" };
+
+function clear(ctx) {
+  ctx.fillStyle = C.bg;
+  ctx.fillRect(0, 0, ctx.canvas.width, ctx.canvas.height);
+}
+
+function line(ctx, x0, y0, x1, y1, width, color) {
+  ctx.strokeStyle = color;
+  ctx.lineWidth = width;
+  ctx.lineCap = "round";
+  ctx.beginPath();
+  ctx.moveTo(x0, y0);
+  ctx.lineTo(x1, y1);
+  ctx.stroke();
+}
+
+function disc(ctx, x, y, r, color) {
+  ctx.fillStyle = color;
+  ctx.beginPath();
+  ctx.arc(x, y, r, 0, 2 * Math.PI);
+  ctx.fill();
+}
+
+function cartpole(ctx, s) {
+  const { width: w, height: h } = ctx.canvas;
+  const scale = w / (2 * s.x_limit * 1.25);
+  const track = h * 0.7;
+  ctx.fillStyle = C.ink;
+  ctx.fillRect(0, track, w, 2);
+  const cx = w / 2 + s.x * scale;
+  ctx.fillRect(cx - 30, track - 18, 60, 30);
+  const pole = s.pole_length * scale;
+  line(ctx, cx, track - 18, cx + pole * Math.sin(s.theta), track - 18 - pole * Math.cos(s.theta), 10, C.accent);
+  disc(ctx, cx, track - 18, 5, C.muted);
+}
+
+function pendulum(ctx, s) {
+  const { width: w, height: h } = ctx.canvas;
+  const c = Math.min(w, h) / 2;
+  const r = Math.min(w, h) * 0.38;
+  line(ctx, w / 2, c, w / 2 + r * Math.sin(s.theta), c - r * Math.cos(s.theta), 16, C.bad);
+  disc(ctx, w / 2, c, 8, C.ink);
+  const bar = ((s.torque ?? 0) / s.max_torque) * w * 0.3;
+  ctx.fillStyle = C.accent;
+  ctx.fillRect(Math.min(w / 2, w / 2 + bar), h - 24, Math.abs(bar), 12);
+}
+
+function snake(ctx, s) {
+  const { width: w, height: h } = ctx.canvas;
+  const cell = Math.floor(Math.min(w / s.width, h / s.height));
+  const ox = (w - cell * s.width) / 2;
+  const oy = (h - cell * s.height) / 2;
+  for (let r = 0; r < s.height; r++) {
+    for (let c = 0; c < s.width; c++) {
+      ctx.fillStyle = (r + c) % 2 ? C.cell : "#fff";
+      ctx.fillRect(ox + c * cell, oy + r * cell, cell, cell);
+    }
+  }
+  if (s.food) disc(ctx, ox + (s.food[1] + 0.5) * cell, oy + (s.food[0] + 0.5) * cell, cell * 0.35, C.food);
+  s.body.forEach(([r, c], i) => {
+    ctx.fillStyle = i === 0 ? (s.dead ? C.bad : C.ink) : C.good;
+    ctx.fillRect(ox + c * cell + 2, oy + r * cell + 2, cell - 4, cell - 4);
+  });
+}
+
+function bandit(ctx, s) {
+  const { width: w, height: h } = ctx.canvas;
+  ctx.fillStyle = s.context ? C.accent : C.muted;
+  ctx.fillRect(0, 0, w, 40);
+  ctx.fillStyle = "#fff";
+  ctx.font = "16px system-ui";
+  ctx.fillText(`context ${s.context} — lever ${s.correct_lever} pays`, 12, 26);
+  for (const lever of [0, 1]) {
+    const x = w * (0.3 + 0.4 * lever);
+    const pulled = s.last_action === lever;
+    const color = pulled ? (s.last_reward ? C.good : C.bad) : C.ink;
+    const top = pulled ? h * 0.4 : h * 0.3;
+    line(ctx, x, h * 0.8, x, top, 10, color);
+    disc(ctx, x, top, 16, color);
+    ctx.fillStyle = C.ink;
+    ctx.fillRect(x - 40, h * 0.8, 80, 20);
+  }
+}
+
+const DRAW = { "thrust/CartPole-v0": cartpole, "thrust/Pendulum-v0": pendulum, "thrust/Snake-v0": snake, "thrust/Bandit-v0": bandit };
+
+export function draw(canvas, envId, state) {
+  const ctx = canvas.getContext("2d");
+  clear(ctx);
+  const fn = DRAW[envId];
+  if (!fn) throw new Error(`no drawing for ${envId}`);
+  fn(ctx, state);
+}
