@@ -13,8 +13,8 @@ TORCH := torch==2.13.0
 # The reference bundles in export/: env:algo pairs, each trained with its preset and seed 0.
 REFERENCE := bandit:ppo cartpole:ppo pendulum:sac snake:ppo
 
-run: install
-	$(PY) -m thrust_app demo
+run: install $(NODE_MODULES)
+	$(PY) -m thrust_app app
 
 test: install $(NODE_MODULES)
 	$(PY) -m pytest

@@ -130,6 +130,22 @@ def _cmd_web(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_app(args: argparse.Namespace) -> int:
+    import os
+    import subprocess
+    from pathlib import Path
+
+    app = Path(__file__).resolve().parent / "dashboard" / "app.py"
+    command = [sys.executable, "-m", "streamlit", "run", str(app), "--server.address", "127.0.0.1",
+               "--server.port", str(args.port), "--server.headless", "true", "--browser.gatherUsageStats", "false",
+               "--client.toolbarMode", "viewer"]
+    print(f"thrust: dashboard on http://127.0.0.1:{args.port}  (Ctrl-C to stop)", flush=True)
+    try:
+        return subprocess.call(command, env={**os.environ, "PYTHONUNBUFFERED": "1"})
+    except KeyboardInterrupt:
+        return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="thrust", description="Thrust: RL training, ONNX export, browser playback.")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
@@ -173,6 +189,10 @@ def build_parser() -> argparse.ArgumentParser:
     ex.add_argument("--out", help="bundle folder (default: export/<run-name>)")
     ex.add_argument("--force", action="store_true", help="replace a different bundle already in the folder")
     ex.set_defaults(func=_cmd_export)
+
+    app = sub.add_parser("app", help="start the training dashboard (Streamlit) on 127.0.0.1")
+    app.add_argument("--port", type=int, default=8501)
+    app.set_defaults(func=_cmd_app)
 
     web = sub.add_parser("web", help="serve the browser player and the bundles in export/ on 127.0.0.1")
     web.add_argument("--port", type=int, default=8000)

@@ -8,6 +8,7 @@ random stream are in the checkpoint). The algorithm only supplies `iteration()`.
 from __future__ import annotations
 
 import dataclasses
+import os
 import shlex
 import statistics
 import time
@@ -35,6 +36,11 @@ from .tensors import EnvIO
 #: Returns at which Thrust's envs count as solved (gymnasium envs use their spec's reward_threshold).
 SOLVED_AT = {"thrust/Bandit-v0": 0.98, "thrust/CartPole-v0": 475.0, "thrust/Pendulum-v0": -200.0,
              "CartPole-v1": 475.0, "Pendulum-v1": -200.0}
+
+#: A file of this name in a run folder asks the run to stop at its next iteration (checkpoint kept).
+STOP_FILE = "STOP"
+#: Present while a process trains in the run folder; holds that process's PID.
+RUNNING_FILE = "RUNNING"
 
 #: Seeds of evaluation episodes start here, away from the training envs' seeds.
 EVAL_SEED_OFFSET = 1_000_000
@@ -200,6 +206,15 @@ class Trainer:
         from tqdm.auto import tqdm
 
         spec, algo = self.spec, self.algo
+        running = self.run_dir / RUNNING_FILE
+        running.write_text(str(os.getpid()))
+        try:
+            return self._run(tqdm)
+        finally:
+            running.unlink(missing_ok=True)
+
+    def _run(self, tqdm) -> dict[str, Any]:
+        spec, algo = self.spec, self.algo
         bar = tqdm(total=spec.timesteps, initial=algo.num_timesteps, unit="step", disable=not self.progress,
                    desc=f"{spec.algo} {spec.env}", dynamic_ncols=True, smoothing=0.1)
         status = "finished"
@@ -239,7 +254,7 @@ class Trainer:
                 if stop:
                     status = "solved"
                     break
-                if self.should_stop is not None and self.should_stop():
+                if self.stop_requested():
                     status = "stopped"
                     break
         except KeyboardInterrupt:
@@ -260,6 +275,14 @@ class Trainer:
             self.on_record({"kind": "summary", **summary})
         self.env.close()
         return summary
+
+    def stop_requested(self) -> bool:
+        """True once `should_stop()` says so or someone (the dashboard, a user) created the STOP file."""
+        stop_file = self.run_dir / STOP_FILE
+        if stop_file.exists():
+            stop_file.unlink(missing_ok=True)
+            return True
+        return self.should_stop is not None and self.should_stop()
 
     def log_train(self) -> None:
         """Write one train record of everything since the last one."""

@@ -1,0 +1,163 @@
+"""The Streamlit dashboard: start a run, watch its metrics arrive, stop it, resume it, export it;
+bad field values show their message; and a real browser sees the page and a live chart."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from thrust_app.dashboard import jobs
+
+APP = str(Path(__file__).resolve().parents[1] / "thrust_app" / "dashboard" / "app.py")
+SUBMIT = "FormSubmitter:new-run-Start training"
+CHROMIUM = "/usr/bin/chromium"
+
+
+@pytest.fixture
+def dirs(tmp_path, monkeypatch):
+    monkeypatch.setenv("THRUST_RUNS_DIR", str(tmp_path / "runs"))
+    monkeypatch.setenv("THRUST_EXPORT_DIR", str(tmp_path / "export"))
+    monkeypatch.setenv("THRUST_PLAYER_PORT", "0")
+    yield tmp_path
+    for info in jobs.list_runs(tmp_path / "runs"):  # leave no training process behind
+        if info.active:
+            jobs.stop_run(info.path)
+            wait_until(lambda: not (info.path / "RUNNING").exists(), 60)
+
+
+def wait_until(condition, timeout: float, at: AppTest | None = None):
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        if at is not None:
+            at.run()
+        if condition():
+            return
+        time.sleep(0.5)
+    raise AssertionError("timed out waiting")
+
+
+def progress_text(at: AppTest) -> str:
+    bars = at.get("progress")
+    return bars[0].proto.text if bars else ""
+
+
+def new_app() -> AppTest:
+    at = AppTest.from_file(APP, default_timeout=120)
+    at.run()
+    assert not at.exception
+    return at
+
+
+def test_invalid_fields_show_their_message_and_start_nothing(dirs):
+    at = new_app()
+    at.selectbox(key="new-algo").set_value("ppo").run()
+    at.text_input(key="hp-ppo-n_steps").set_value("abc")
+    at.text_input(key="hp-ppo-gamma").set_value("1.7")
+    at.text_input(key="new-timesteps").set_value("-5")
+    at.button(key=SUBMIT).click().run()
+    errors = [e.value for e in at.error]
+    assert "n_steps: cannot read 'abc'; expected an integer" in errors
+    assert "gamma must be in [0, 1], got 1.7" in errors
+    assert any("timesteps must be a whole number" in e for e in errors)
+    assert jobs.list_runs() == []
+
+
+def test_algorithms_offered_fit_the_env(dirs):
+    at = new_app()
+    assert at.selectbox(key="new-algo").options == ["a2c", "ppo", "dqn"]  # bandit: discrete
+    at.selectbox(key="new-env").set_value("pendulum").run()
+    assert at.selectbox(key="new-algo").options == ["a2c", "ppo", "sac"]
+
+
+def test_start_watch_stop_resume_export(dirs):
+    at = new_app()
+    at.selectbox(key="new-algo").set_value("ppo").run()
+    at.text_input(key="new-timesteps").set_value("300000")
+    at.button(key=SUBMIT).click().run()
+    assert at.success and "Started ppo on bandit" in at.success[0].value
+    (run,) = jobs.list_runs()
+    last_eval = lambda: next((m.value for m in at.metric if m.label == "Last eval"), "–")  # noqa: E731
+    wait_until(lambda: "running: step" in progress_text(at) and at.get("vega_lite_chart") and last_eval() != "–", 90, at)
+
+    at.button(key="stop").click().run()
+    wait_until(lambda: progress_text(at).startswith("stopped"), 60, at)
+    stopped_at = jobs.progress(jobs.list_runs()[0])["step"]
+    assert (run.path / "last.pt").exists() and 0 < stopped_at < 300_000
+
+    at.button(key="resume").click().run()
+    wait_until(lambda: progress_text(at).startswith("running") and jobs.progress(jobs.list_runs()[0])["step"] > stopped_at, 90, at)
+    at.button(key="stop").click().run()
+    wait_until(lambda: progress_text(at).startswith("stopped"), 60, at)
+
+    at.button(key="export").click().run()
+    assert not at.error, [e.value for e in at.error]
+    labels = {m.label: m.value for m in at.metric}
+    assert labels["action agreement"] == "100.0%"
+    assert (dirs / "export" / run.name / "policy.onnx").exists()
+    link = at.get("link_button")[0].proto
+    assert link.url.startswith("http://127.0.0.1:") and f"?bundle={run.name}" in link.url
+
+
+def test_delete_needs_confirmation(dirs):
+    from thrust_app.trainer import train
+
+    train("ppo", "bandit", timesteps=256, run_dir=dirs / "runs" / "old", eval_episodes=1, progress=False, log=lambda _: None)
+    at = new_app()
+    assert at.button(key="delete").disabled
+    at.checkbox(key="delete-confirm").check().run()
+    at.button(key="delete").click().run()
+    assert jobs.list_runs() == []
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.mark.skipif(not os.environ.get("THRUST_REQUIRE_BROWSER") and not Path(CHROMIUM).exists(),
+                    reason="needs Debian chromium at /usr/bin/chromium (.ci/run installs it)")
+def test_real_browser_starts_a_run_and_sees_a_chart(dirs):
+    from playwright.sync_api import sync_playwright
+
+    port = free_port()
+    server = subprocess.Popen(
+        [sys.executable, "-m", "streamlit", "run", APP, "--server.address", "127.0.0.1", "--server.port", str(port),
+         "--server.headless", "true", "--browser.gatherUsageStats", "false"],
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env={**os.environ}, start_new_session=True)
+    try:
+        with sync_playwright() as p:
+            browser = p.chromium.launch(executable_path=CHROMIUM, args=[
+                "--headless=new", "--no-sandbox", "--disable-background-networking", "--disable-component-update",
+                "--disable-sync", "--no-first-run", "--disable-quic"])
+            page = browser.new_page(viewport={"width": 1400, "height": 1000})
+            deadline = time.time() + 60
+            while True:
+                try:
+                    page.goto(f"http://127.0.0.1:{port}/", timeout=5000)
+                    break
+                except Exception:
+                    if time.time() > deadline:
+                        raise
+                    time.sleep(1)
+            page.get_by_text("Start training").wait_for(timeout=60_000)
+            page.get_by_label("Timesteps").fill("20000")
+            page.get_by_text("Start training").click()
+            page.get_by_text("Started a2c on bandit").wait_for(timeout=60_000)
+            page.get_by_role("tab", name="Training").click()
+            page.locator("[data-testid='stVegaLiteChart']").first.wait_for(timeout=90_000)
+            shot = Path(os.environ.get("THRUST_SCREENSHOT_DIR", dirs)) / "dashboard.png"
+            page.screenshot(path=str(shot), full_page=True)
+            assert shot.stat().st_size > 20_000
+            browser.close()
+    finally:
+        os.killpg(server.pid, signal.SIGTERM)
+        server.wait(timeout=30)

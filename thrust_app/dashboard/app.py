@@ -1,0 +1,375 @@
+"""Thrust's training dashboard (Streamlit). Start it with `thrust app` (or `make run`).
+
+Tabs: New run (choose env, algorithm, device and hyperparameters), Training (live progress and
+charts of the selected run, Stop and Resume), Runs (compare and delete), Export & play (ONNX bundle,
+parity figures, a link to the browser player), Watch (an episode of a trained policy, animated).
+Training happens in `thrust train` processes (see jobs.py), so nothing here can kill or corrupt a run.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from pathlib import Path
+
+import altair as alt
+import pandas as pd
+import streamlit as st
+
+from thrust_app.algos import ALGOS
+from thrust_app.bundle import BundleError
+from thrust_app.config import ConfigError, apply_overrides, field_help
+from thrust_app.dashboard import jobs
+from thrust_app.envs.core import ALIASES, Box, Discrete
+from thrust_app.presets import get_preset
+
+OTHER_ENV = "other gymnasium id…"
+REFRESH_S = 2.0
+
+
+# -- shared helpers -------------------------------------------------------------------------------
+@st.cache_data(show_spinner=False)
+def action_kind(env_name: str) -> str:
+    """'discrete' or 'box' for an env (a ValueError with the reason if it cannot be trained)."""
+    from thrust_app.envs.batched import make_batched
+
+    env = make_batched(env_name, 1, seed=0)
+    kind = "discrete" if isinstance(env.action_space, Discrete) else "box"
+    env.close()
+    return kind
+
+
+@st.cache_data(show_spinner=False)
+def machine_devices() -> str:
+    from thrust_app.device import cuda_summary
+
+    return cuda_summary()
+
+
+def export_root() -> Path:
+    from thrust_app.web.server import EXPORT_DIR
+
+    return Path(os.environ.get("THRUST_EXPORT_DIR", EXPORT_DIR))
+
+
+@st.cache_resource(show_spinner=False)
+def player_server():
+    """The browser player, served alongside the dashboard on 127.0.0.1 (one per dashboard process)."""
+    from thrust_app.web.server import PlayerServer, ensure_node_modules
+
+    ensure_node_modules(log=lambda _: None)
+    port = int(os.environ.get("THRUST_PLAYER_PORT", "8000"))
+    try:
+        return PlayerServer(port=port, export_dir=export_root()).start()
+    except OSError:  # the port is taken (another `thrust web`?): any free port will do
+        return PlayerServer(port=0, export_dir=export_root()).start()
+
+
+def fmt_value(value) -> str:
+    return ",".join(map(str, value)) if isinstance(value, (list, tuple)) else str(value)
+
+
+def run_label(info: jobs.RunInfo) -> str:
+    return f"{info.name} · {info.status}"
+
+
+def pick_run(label: str, runs: list[jobs.RunInfo], key: str) -> jobs.RunInfo | None:
+    if not runs:
+        st.info("No runs yet: start one in **New run**.")
+        return None
+    names = [r.name for r in runs]
+    wanted = st.session_state.get("current_run")
+    index = names.index(wanted) if wanted in names else 0
+    name = st.selectbox(label, names, index=index, key=key, format_func=lambda n: run_label(runs[names.index(n)]))
+    st.session_state.current_run = name
+    return runs[names.index(name)]
+
+
+# -- New run --------------------------------------------------------------------------------------
+def hp_key(algo: str, name: str) -> str:
+    return f"hp-{algo}-{name}"
+
+
+def submit_new_run(env_name: str, algo: str) -> None:
+    """Form callback: validate every field on its own, start the run only if all are valid."""
+    errors: dict[str, str] = {}
+    algo_cls = ALGOS[algo]
+    base = apply_overrides(algo_cls.Config(), get_preset(algo, env_name).config)
+    overrides = {}
+    for f in dataclasses.fields(base):
+        raw = st.session_state.get(hp_key(algo, f.name), fmt_value(getattr(base, f.name)))
+        try:
+            value = getattr(apply_overrides(base, {f.name: raw}, algo), f.name)
+        except ConfigError as err:
+            errors[f.name] = str(err)
+            continue
+        if value != getattr(base, f.name):
+            overrides[f.name] = value
+    numbers = {}
+    for field, minimum in (("timesteps", 1), ("seed", 0)):
+        raw = str(st.session_state.get(f"new-{field}", "")).strip()
+        try:
+            numbers[field] = int(float(raw))
+            if numbers[field] < minimum or not float(raw).is_integer():
+                raise ValueError
+        except ValueError:
+            errors[field] = f"{field} must be a whole number >= {minimum}, got {raw!r}"
+    st.session_state.form_errors = errors
+    if errors:
+        st.session_state.flash = ("error", f"Fix the {len(errors)} field(s) marked below; nothing was started.")
+        return
+    try:
+        path = jobs.start_run(algo, env_name, timesteps=numbers["timesteps"], seed=numbers["seed"],
+                              device=st.session_state.get("new-device", "auto"), overrides=overrides)
+    except ValueError as err:
+        st.session_state.flash = ("error", str(err))
+        return
+    st.session_state.current_run = path.name
+    st.session_state.flash = ("success", f"Started {algo} on {env_name} in {path}. Follow it in **Training**.")
+
+
+def field_error(name: str) -> None:
+    message = st.session_state.get("form_errors", {}).get(name)
+    if message:
+        st.error(message, icon="⚠️")
+
+
+def new_run_tab() -> None:
+    choices = list(ALIASES) + [OTHER_ENV]
+    env_choice = st.selectbox("Environment", choices, key="new-env",
+                              help="Thrust's four envs, or any gymnasium id with Box observations")
+    env_name = st.text_input("gymnasium id", "CartPole-v1", key="new-gym-id") if env_choice == OTHER_ENV else env_choice
+    try:
+        kind = action_kind(env_name)
+    except ValueError as err:
+        st.error(str(err))
+        return
+    fitting = [name for name, cls in ALGOS.items() if (Discrete if kind == "discrete" else Box) in cls.supports]
+    cols = st.columns(2)
+    algo = cols[0].selectbox("Algorithm", fitting, key="new-algo",
+                             help=f"only the algorithms that can act in this env's {kind} action space")
+    cols[1].selectbox("Device", ["auto", "cpu", "cuda"], key="new-device",
+                      help=f"this machine: {machine_devices()}; auto takes CUDA when present")
+    st.caption(f"This machine: {machine_devices()}")
+    preset = get_preset(algo, env_name)
+    config = apply_overrides(ALGOS[algo].Config(), preset.config)
+    helps = field_help(type(config))
+    with st.form("new-run"):
+        c1, c2 = st.columns(2)
+        with c1:
+            st.text_input("Timesteps", str(preset.timesteps), key="new-timesteps")
+            field_error("timesteps")
+        with c2:
+            st.text_input("Seed", "0", key="new-seed")
+            field_error("seed")
+        st.markdown(f"**Hyperparameters** — preset: {preset.source}")
+        columns = st.columns(3)
+        for i, f in enumerate(dataclasses.fields(config)):
+            with columns[i % 3]:
+                st.text_input(f.name, fmt_value(getattr(config, f.name)), key=hp_key(algo, f.name), help=helps[f.name])
+                field_error(f.name)
+        st.form_submit_button("Start training", type="primary", on_click=submit_new_run, args=(env_name, algo))
+
+
+# -- Training (live) ------------------------------------------------------------------------------
+def curves(train: list[dict], evals: list[dict]) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
+    returns = pd.DataFrame([{"step": r["step"], "return": r["return_mean"]} for r in train
+                            if r.get("return_mean") is not None])
+    ev = pd.DataFrame([{"step": r["step"], "eval_mean": r["eval_mean"], "low": r["eval_mean"] - r["eval_std"],
+                        "high": r["eval_mean"] + r["eval_std"]} for r in evals])
+    losses = pd.DataFrame([{"step": r["step"], "loss": k, "value": v} for r in train
+                           for k, v in (r.get("losses") or {}).items()])
+    return returns, ev, losses
+
+
+def return_chart(returns: pd.DataFrame, ev: pd.DataFrame) -> alt.Chart | None:
+    layers = []
+    if not returns.empty:
+        layers.append(alt.Chart(returns).mark_line(color="#9aa0a6").encode(
+            x=alt.X("step:Q", title="env steps"), y=alt.Y("return:Q", title="return"),
+            tooltip=["step", alt.Tooltip("return:Q", format=".3g")]))
+    if not ev.empty:
+        base = alt.Chart(ev).encode(x="step:Q")
+        layers += [base.mark_area(opacity=0.2, color="#4285f4").encode(y="low:Q", y2="high:Q"),
+                   base.mark_line(point=True, color="#4285f4").encode(
+                       y="eval_mean:Q", tooltip=["step", alt.Tooltip("eval_mean:Q", format=".3g")])]
+    return alt.layer(*layers).properties(height=280) if layers else None
+
+
+def live_panel(info_name: str) -> None:
+    runs = {r.name: r for r in jobs.list_runs()}
+    info = runs.get(info_name)
+    if info is None:
+        st.warning(f"{info_name} no longer exists.")
+        return
+    p = jobs.progress(info)
+    eta = f" · ETA {p['eta_s']:.0f} s" if p["eta_s"] is not None else ""
+    sps = f" · {p['sps']:,.0f} steps/s" if p["sps"] else ""
+    st.progress(p["fraction"], text=f"{info.status}: step {p['step']:,} of {p['target']:,}{sps}{eta}")
+    s = info.summary or {}
+    train, evals = jobs.metrics(info.path)
+    cols = st.columns(4)
+    cols[0].metric("Algorithm / env", f"{info.config['algo']} · {info.config['env'].split('/')[-1]}")
+    cols[1].metric("Last eval", f"{evals[-1]['eval_mean']:.3g}" if evals else "–")
+    cols[2].metric("Solved at step", f"{s['solved_at_step']:,}" if s.get("solved_at_step") else "–")
+    cols[3].metric("Device", s.get("device", info.config.get("device", "–")))
+    returns, ev, losses = curves(train, evals)
+    chart = return_chart(returns, ev)
+    if chart is not None:
+        st.markdown("**Episode return** (grey: training episodes; blue: deterministic evaluation ± std)")
+        st.altair_chart(chart, width="stretch")
+    else:
+        st.caption("Waiting for the first metrics…")
+    if not losses.empty:
+        st.markdown("**Losses**")
+        st.altair_chart(alt.Chart(losses).mark_line().encode(
+            x="step:Q", y=alt.Y("value:Q", title=None), color="loss:N").properties(height=220),
+            width="stretch")
+    log = jobs.read_log_tail(info.path, 5)
+    if info.status == "incomplete" and log:
+        st.code(log, language=None)
+
+
+@st.fragment(run_every=REFRESH_S)
+def live_fragment(name: str) -> None:
+    live_panel(name)
+
+
+def training_tab(runs: list[jobs.RunInfo]) -> None:
+    info = pick_run("Run", runs, key="train-run")
+    if info is None:
+        return
+    cols = st.columns([1, 1, 4])
+    if cols[0].button("Stop", key="stop", disabled=not info.active, help="stop at the next iteration; keeps the checkpoint"):
+        jobs.stop_run(info.path)
+        st.toast(f"Stopping {info.name}…")
+    can_resume = not info.active and info.status in ("stopped", "interrupted", "incomplete") and (info.path / "last.pt").exists()
+    if cols[1].button("Resume", key="resume", disabled=not can_resume, help="continue from the last checkpoint"):
+        jobs.resume_run(info.path)
+        st.toast(f"Resuming {info.name}…")
+    if info.active:
+        live_fragment(info.name)
+    else:
+        live_panel(info.name)
+
+
+# -- Runs -----------------------------------------------------------------------------------------
+def runs_tab(runs: list[jobs.RunInfo]) -> None:
+    if not runs:
+        st.info("No runs yet.")
+        return
+    table = pd.DataFrame([{
+        "run": r.name, "algo": r.config.get("algo"), "env": r.config.get("env"), "status": r.status,
+        "steps": (r.summary or {}).get("timesteps"), "eval_mean": (r.summary or {}).get("eval_mean"),
+        "solved_at_step": (r.summary or {}).get("solved_at_step"), "wall_s": (r.summary or {}).get("wall_s"),
+        "seed": r.config.get("seed")} for r in runs])
+    st.dataframe(table, hide_index=True, width="stretch")
+    chosen = st.multiselect("Overlay evaluation curves", [r.name for r in runs], default=[r.name for r in runs[:3]],
+                            key="compare")
+    frames = []
+    for r in runs:
+        if r.name in chosen:
+            _, ev = jobs.metrics(r.path)
+            frames += [{"run": r.name, "step": e["step"], "eval_mean": e["eval_mean"]} for e in ev]
+    if frames:
+        st.altair_chart(alt.Chart(pd.DataFrame(frames)).mark_line(point=True).encode(
+            x=alt.X("step:Q", title="env steps"), y=alt.Y("eval_mean:Q", title="eval return"),
+            color="run:N", tooltip=["run", "step", "eval_mean"]).properties(height=320), width="stretch")
+    with st.expander("Delete a run"):
+        victim = st.selectbox("Run to delete", [r.name for r in runs], key="delete-run")
+        confirm = st.checkbox(f"Yes, delete runs/{victim} and everything in it", key="delete-confirm")
+        if st.button("Delete", key="delete", disabled=not confirm):
+            try:
+                jobs.delete_run(next(r.path for r in runs if r.name == victim))
+                st.session_state.flash = ("success", f"Deleted {victim}.")
+                st.rerun()
+            except RuntimeError as err:
+                st.error(str(err))
+
+
+# -- Export & play --------------------------------------------------------------------------------
+def export_tab(runs: list[jobs.RunInfo]) -> None:
+    done = [r for r in runs if not r.active and (r.path / "last.pt").exists()]
+    info = pick_run("Run to export", done, key="export-run") if done else None
+    if info is None:
+        if runs:
+            st.info("Runs can be exported once they have stopped or finished.")
+        return
+    force = st.checkbox("Replace a different bundle of the same name", key="export-force")
+    if st.button("Export to ONNX", key="export", type="primary"):
+        from thrust_app.exporter import export_run
+
+        with st.spinner("Exporting and checking torch against onnxruntime…"):
+            try:
+                bundle = export_run(info.path, export_root() / info.name, force=force)
+                st.session_state.exported = bundle.path.name
+            except (BundleError, ValueError) as err:
+                st.error(str(err))
+    name = st.session_state.get("exported")
+    target = export_root() / info.name
+    if (target / "manifest.json").exists():
+        from thrust_app.bundle import load_bundle
+
+        m = load_bundle(target).manifest
+        par = m["parity"]
+        cols = st.columns(4)
+        cols[0].metric("max |torch − onnxruntime|", f"{par['max_abs_diff']:.2g}")
+        cols[1].metric("action agreement", f"{par['action_agreement']:.1%}" if "action_agreement" in par else "n/a (continuous)")
+        cols[2].metric("policy.onnx", f"{(target / 'policy.onnx').stat().st_size / 1024:.0f} KiB")
+        cols[3].metric("ONNX IR / opset", f"{m['onnx']['ir_version']} / {m['onnx']['opset']}")
+        st.caption(f"Bundle: {target} · checked on {par['observations']} observations at batch sizes {par['batch_sizes']}")
+        server = player_server()
+        st.link_button("▶ Play in browser", f"{server.url}?bundle={target.name}", type="primary")
+    elif name:
+        st.caption(f"Last export: {name}")
+
+
+# -- Watch ----------------------------------------------------------------------------------------
+def watch_tab(runs: list[jobs.RunInfo]) -> None:
+    from thrust_app.dashboard.watch import record_episode, run_policy
+    from thrust_app.envs.core import CORE_ENVS
+
+    watchable = [r for r in runs if (r.path / "last.pt").exists() and r.config.get("env") in CORE_ENVS]
+    if not watchable:
+        st.info("Train a policy on one of Thrust's envs to watch it here.")
+        return
+    info = pick_run("Policy", watchable, key="watch-run")
+    seed = st.number_input("Episode seed", min_value=0, value=0, step=1, key="watch-seed")
+    if st.button("Render episode", key="watch"):
+        with st.spinner("Playing…"):
+            env_id, act = run_policy(info.path)
+            recording = record_episode(act, env_id, int(seed))
+            st.session_state.recording = (info.name, int(seed), recording)
+    saved = st.session_state.get("recording")
+    if saved and saved[0] == info.name:
+        _, seed_used, rec = saved
+        st.caption(f"seed {seed_used}: return {rec.episode_return:.3g} in {rec.steps} steps"
+                   f"{' (first 400 frames shown)' if rec.steps + 1 > len(rec.frames) else ''}")
+        st.image(rec.gif(), caption="animated episode")
+        frame = st.slider("Frame", 0, len(rec.frames) - 1, 0, key="watch-frame")
+        st.image(rec.frames[frame], caption=f"frame {frame}")
+
+
+# -- page -----------------------------------------------------------------------------------------
+def main() -> None:
+    st.set_page_config(page_title="Thrust", page_icon="🚀", layout="wide")
+    st.title("Thrust")
+    st.caption(f"Runs in `{jobs.runs_root()}` · {machine_devices()}")
+    flash = st.session_state.pop("flash", None)
+    if flash:
+        getattr(st, flash[0])(flash[1])
+    runs = jobs.list_runs()
+    tabs = st.tabs(["New run", "Training", "Runs", "Export & play", "Watch"])
+    with tabs[0]:
+        new_run_tab()
+    with tabs[1]:
+        training_tab(runs)
+    with tabs[2]:
+        runs_tab(runs)
+    with tabs[3]:
+        export_tab(runs)
+    with tabs[4]:
+        watch_tab(runs)
+
+
+main()

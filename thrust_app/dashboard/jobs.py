@@ -1,0 +1,161 @@
+"""Training jobs for the dashboard: each run trains in its own `thrust train` process.
+
+A process outlives every Streamlit rerun, a closed browser tab and even a restarted dashboard; the
+run folder is the only state. Stopping writes the run's STOP file (the trainer checkpoints and
+exits at its next iteration), resuming starts `thrust train --resume`, and a run's status is read
+back from its folder: RUNNING (with a live PID), summary.json, or neither.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ..runs import atomic_write_json, read_json, read_jsonl
+from ..trainer import RUNNING_FILE, STOP_FILE
+
+LOG_FILE = "train.log"
+#: Written by the dashboard when it launches a process, before that process writes config.json.
+LAUNCH_FILE = "launched.json"
+
+
+def runs_root() -> Path:
+    """Where runs live: $THRUST_RUNS_DIR, else ./runs."""
+    return Path(os.environ.get("THRUST_RUNS_DIR", "runs"))
+
+
+def pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    try:  # a finished child we started stays a zombie until reaped: that is not alive
+        done, _ = os.waitpid(pid, os.WNOHANG)
+        return done == 0
+    except ChildProcessError:
+        return True
+
+
+@dataclass
+class RunInfo:
+    path: Path
+    config: dict[str, Any]
+    summary: dict[str, Any] | None
+    status: str  # running, starting, finished, solved, stopped, interrupted, incomplete
+
+    @property
+    def name(self) -> str:
+        return self.path.name
+
+    @property
+    def active(self) -> bool:
+        return self.status in ("running", "starting")
+
+
+def run_status(path: Path) -> str:
+    running = path / RUNNING_FILE
+    if running.exists():
+        try:
+            if pid_alive(int(running.read_text().strip() or 0)):
+                return "running"
+        except ValueError:
+            pass
+    launched, summary = path / LAUNCH_FILE, path / "summary.json"
+    if launched.exists() and time.time() - launched.stat().st_mtime < 60 and (
+            not summary.exists() or summary.stat().st_mtime < launched.stat().st_mtime):
+        return "starting"  # launched, and the process has not yet written RUNNING (nor finished since)
+    if (path / "summary.json").exists():
+        return read_json(path / "summary.json").get("status", "finished")
+    return "incomplete"
+
+
+def list_runs(root: Path | None = None) -> list[RunInfo]:
+    root = root or runs_root()
+    if not root.is_dir():
+        return []
+    infos = []
+    folders = [p for p in root.iterdir() if (p / "config.json").is_file() or (p / LAUNCH_FILE).is_file()]
+    for path in sorted(folders, key=lambda p: p.stat().st_mtime, reverse=True):
+        summary = read_json(path / "summary.json") if (path / "summary.json").is_file() else None
+        config_file = path / "config.json" if (path / "config.json").is_file() else path / LAUNCH_FILE
+        infos.append(RunInfo(path, read_json(config_file), summary, run_status(path)))
+    return infos
+
+
+def _launch(args: list[str], path: Path, request: dict[str, Any]) -> subprocess.Popen:
+    path.mkdir(parents=True, exist_ok=True)
+    atomic_write_json(path / LAUNCH_FILE, {**request, "launched_at": time.time()})
+    log = open(path / LOG_FILE, "ab")
+    return subprocess.Popen([sys.executable, "-m", "thrust_app", "train", *args, "--quiet"], stdout=log,
+                            stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True)
+
+
+def start_run(algo: str, env: str, *, timesteps: int, seed: int, device: str, overrides: dict[str, Any],
+              name: str | None = None, root: Path | None = None, eval_every: int | None = None) -> Path:
+    """Check the choices in this process (so errors show at once), then train in a new process."""
+    from ..runs import new_run_dir
+    from ..trainer import make_spec
+
+    spec = make_spec(algo, env, timesteps, seed, device, eval_every, overrides=overrides)  # raises on bad input
+    root = root or runs_root()
+    alias = spec.env.split("/")[-1].split("-v")[0].lower()
+    path = new_run_dir(root, name or f"{spec.algo}-{alias}-s{seed}-{time.strftime('%Y%m%d-%H%M%S')}")
+    args = [spec.algo, spec.env, "--timesteps", str(timesteps), "--seed", str(seed), "--device", device,
+            "--run-dir", str(path)]
+    if eval_every:
+        args += ["--eval-every", str(eval_every)]
+    for key, value in overrides.items():
+        args += ["--set", f"{key}={','.join(map(str, value)) if isinstance(value, (list, tuple)) else value}"]
+    _launch(args, path, {"algo": spec.algo, "env": spec.env, "timesteps": timesteps, "seed": seed, "device": device})
+    return path
+
+
+def stop_run(path: Path) -> None:
+    """Ask the run to stop at its next iteration; it keeps its checkpoint."""
+    (path / STOP_FILE).write_text("stop requested by the dashboard\n")
+
+
+def resume_run(path: Path) -> None:
+    (path / STOP_FILE).unlink(missing_ok=True)
+    _launch(["--resume", str(path)], path, read_json(path / "config.json"))
+
+
+def delete_run(path: Path) -> None:
+    if run_status(path) in ("running", "starting"):
+        raise RuntimeError(f"{path.name} is still training; stop it first")
+    shutil.rmtree(path)
+
+
+def read_log_tail(path: Path, lines: int = 20) -> str:
+    log = path / LOG_FILE
+    return "\n".join(log.read_text(errors="replace").splitlines()[-lines:]) if log.exists() else ""
+
+
+def metrics(path: Path) -> tuple[list[dict], list[dict]]:
+    """(train records, eval records) of a run."""
+    records = read_jsonl(path / "metrics.jsonl")
+    return [r for r in records if r.get("kind") == "train"], [r for r in records if r.get("kind") == "eval"]
+
+
+def progress(info: RunInfo) -> dict[str, Any]:
+    """Step reached, target, SPS and ETA in seconds (None where unknown) from the run's metrics."""
+    train, evals = metrics(info.path)
+    target = info.config.get("timesteps", 0)
+    step = max([r["step"] for r in train + evals] or [0])
+    sps = next((r["sps"] for r in reversed(train) if r.get("sps")), None)
+    eta = (target - step) / sps if sps and info.active and step < target else None
+    return {"step": step, "target": target, "sps": sps, "eta_s": eta,
+            "fraction": min(step / target, 1.0) if target else 0.0}
+
+
+def dump(obj: Any) -> str:
+    return json.dumps(obj, indent=2, default=str)
