@@ -17,12 +17,11 @@ import pytest
 
 from thrust_app.bundle import load_bundle
 from thrust_app.playback import onnx_episode
+from thrust_app.web.browser import player_page
 from thrust_app.web.core_wheel import CORE_FILES, build_core_wheel
 from thrust_app.web.server import EXPORT_DIR, WEB_DIR, PlayerServer, bundle_index
 
 CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = ["--headless=new", "--no-sandbox", "--disable-background-networking", "--disable-component-update",
-                 "--disable-sync", "--no-first-run", "--disable-quic", "--enable-unsafe-webgpu"]
 REFERENCE = sorted(p.name for p in EXPORT_DIR.iterdir() if (p / "manifest.json").is_file())
 
 needs_browser = pytest.mark.skipif(
@@ -74,18 +73,8 @@ def test_server_sends_isolation_headers_and_mime_types(server):
 
 @pytest.fixture(scope="module")
 def page(server):
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        page = browser.new_page()
-        page.requests = []
-        page.on("request", lambda request: page.requests.append(request.url))
-        page.goto(server.url + f"?bundle={REFERENCE[0]}&ep=wasm&seed=0")
-        page.wait_for_function("window.thrustPlayer !== undefined")
-        page.evaluate("window.thrustPlayer.ready")
+    with player_page(server.url, f"?bundle={REFERENCE[0]}&ep=wasm&seed=0") as page:
         yield page
-        browser.close()
 
 
 @needs_browser

@@ -183,6 +183,7 @@ def export_run(run_dir: str | Path, out: str | Path | None = None, force: bool =
             "outputs": outputs, "action_output": "action",
             "training": {k: summary.get(k) for k in ("timesteps", "eval_mean", "eval_std", "solved_at_step", "seed",
                                                        "device", "wall_s")},
+            "config": spec.config,
             "source_run": str(run_dir),
             "command": f"{config.get('command', spec.command())} --run-dir {run_dir} && "
                        f"thrust export {run_dir} --out {out_dir}",
@@ -220,6 +221,33 @@ def _move_into_place(staging: Path, out_dir: Path, manifest: dict[str, Any], for
         if out_dir.exists():
             out_dir.rmdir()
         staging.rename(out_dir)
+
+
+def torch_policy_from_bundle(bundle: Bundle, device: str = "cpu") -> PolicyGraph:
+    """The bundle's policy as a torch module again: the algorithm's network built from the manifest's
+    config, its weights read from the ONNX initializers (for benchmarks that compare runtimes)."""
+    import onnx
+    from onnx import numpy_helper
+
+    from .algos import ALGOS
+    from .config import apply_overrides
+
+    m = bundle.manifest
+    if "config" not in m:
+        raise BundleError(f"{bundle.path} has no config in its manifest (exported by an older Thrust); re-export it")
+    algo_cls = ALGOS[m["algo"]]
+    config = apply_overrides(algo_cls.Config(), m["config"], m["algo"])
+    env = make_batched(m["env_id"], 1, seed=0)
+    agent = algo_cls(env.observation_space.shape, env.action_space, config, torch.device(device), 0)
+    policy = agent.policy
+    wanted = policy.state_dict()
+    weights = {}
+    for init in onnx.load(str(bundle.model_path)).graph.initializer:
+        key = init.name.removeprefix("policy.")
+        if init.name.startswith("policy.") and key in wanted:
+            weights[key] = torch.as_tensor(numpy_helper.to_array(init).copy(), device=device)
+    policy.load_state_dict(weights, strict=False)
+    return PolicyGraph(policy, isinstance(env.action_space, Discrete)).eval()
 
 
 def _version(module: str) -> str:

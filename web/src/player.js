@@ -222,8 +222,22 @@ drop.addEventListener("drop", (e) => {
 });
 setInterval(updateStats, 500);
 
+// Inference timing for benches/onnx_policies.py: per-call milliseconds of batches of `batch` observations.
+async function benchmark({ bundle, ep = "wasm", batch = 1, seconds = 1 } = {}) {
+  await ready;
+  const { manifest, model } = await fetchBundle(bundle);
+  await checkBundle(manifest, model);
+  const policy = await Policy.create(manifest, model, ep);
+  try {
+    const times = await policy.benchmark(batch, seconds);
+    return { ep, batch, calls: times.length, medianMs: median(times), minMs: Math.min(...times), maxMs: Math.max(...times) };
+  } finally {
+    await policy.release();
+  }
+}
+
 window.thrustPlayer = {
-  ready, runEpisode,
+  ready, runEpisode, benchmark,
   get timings() { return { pyodideStartupMs: state.python?.startupMs ?? null }; },
   get activeEp() { return state.policy?.ep ?? null; },
 };

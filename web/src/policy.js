@@ -85,6 +85,23 @@ export class Policy {
     return { action: this.kind === "discrete" ? data[0] : Array.from(data), ms };
   }
 
+  // Time `session.run` on random batches of `batch` observations for about `seconds`; per-call ms.
+  async benchmark(batch, seconds) {
+    const size = this.manifest.observation.shape.reduce((a, b) => a * b, 1);
+    const data = Float32Array.from({ length: batch * size }, () => Math.random() * 2 - 1);
+    const input = new ort.Tensor("float32", data, [batch, ...this.manifest.observation.shape]);
+    const times = [];
+    const until = performance.now() + seconds * 1000;
+    for (let i = 0; i < 3; i++) await this.session.run({ [this.inputName]: input }); // warm-up
+    while (performance.now() < until || times.length < 5) {
+      const started = performance.now();
+      const outputs = await this.session.run({ [this.inputName]: input });
+      await outputs[this.manifest.action_output].getData();
+      times.push(performance.now() - started);
+    }
+    return times;
+  }
+
   release() {
     return this.session.release();
   }

@@ -1,0 +1,74 @@
+"""A small benchmark harness: warm-up, then repeated timed calls, reported as median and spread.
+
+Why not pytest-benchmark: Thrust's benches pair backends (CPU vs CUDA, torch vs onnxruntime vs the
+browser) inside one run and alternate them round by round, because this host's speed drifts by
+~1.5x within seconds; only ratios taken side by side mean anything. That needs control over the
+order of measurements, which a per-test fixture does not give. This harness is 50 lines.
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+
+@dataclass
+class Measurement:
+    """Seconds per call of one benchmark, one sample per round."""
+
+    name: str
+    samples: list[float] = field(default_factory=list)
+    units_per_call: float = 1.0  #: e.g. env steps per call, for a rate
+
+    @property
+    def median(self) -> float:
+        return statistics.median(self.samples)
+
+    @property
+    def spread(self) -> tuple[float, float]:
+        """(min, max) of the rounds."""
+        return min(self.samples), max(self.samples)
+
+    @property
+    def rate(self) -> float:
+        return self.units_per_call / self.median
+
+    def as_dict(self) -> dict:
+        return {"name": self.name, "median_s": self.median, "min_s": self.spread[0], "max_s": self.spread[1],
+                "rounds": len(self.samples), "units_per_call": self.units_per_call, "rate_per_s": self.rate}
+
+
+def time_call(fn: Callable[[], object], min_time: float, sync: Callable[[], None] = lambda: None) -> float:
+    """Seconds per call of `fn`, calling it as often as fits in `min_time` (at least once)."""
+    calls, start = 0, time.perf_counter()
+    while True:
+        fn()
+        calls += 1
+        sync()
+        elapsed = time.perf_counter() - start
+        if elapsed >= min_time:
+            return elapsed / calls
+
+
+def run_rounds(benches: dict[str, Callable[[], object]], rounds: int, min_time: float, warmup: float,
+               sync: dict[str, Callable[[], None]] | None = None,
+               units: dict[str, float] | None = None) -> dict[str, Measurement]:
+    """Warm each bench up, then time them round-robin (A B A B ...) for `rounds` rounds."""
+    sync, units = sync or {}, units or {}
+    results = {name: Measurement(name, units_per_call=units.get(name, 1.0)) for name in benches}
+    for name, fn in benches.items():
+        time_call(fn, warmup, sync.get(name, lambda: None))
+    for _ in range(rounds):
+        for name, fn in benches.items():
+            results[name].samples.append(time_call(fn, min_time, sync.get(name, lambda: None)))
+    return results
+
+
+def fmt_seconds(s: float) -> str:
+    if s < 1e-3:
+        return f"{s * 1e6:.0f} µs"
+    if s < 1:
+        return f"{s * 1e3:.2f} ms"
+    return f"{s:.2f} s"

@@ -1,0 +1,120 @@
+"""Exported-policy latency and throughput on every runtime, for every bundle in export/.
+
+Runtimes: torch eager (the network rebuilt from the bundle's own weights), onnxruntime CPU EP,
+onnxruntime CUDA EP (when onnxruntime offers it), onnxruntime-web wasm and onnxruntime-web WebGPU
+(headless Debian Chromium through the player's `thrustPlayer.benchmark` hook; WebGPU here is
+SwiftShader, a software adapter, so read its numbers as "works", not "fast").
+
+    python benches/onnx_policies.py [--quick] [--json PATH] [--no-browser]
+
+Per bundle and runtime: median per-call latency at batch 1, and observations/s at batch 256.
+The Python runtimes alternate round by round (harness.py); the browser ones run after them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import sys
+from pathlib import Path
+
+import numpy as np
+import onnxruntime as ort
+import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from harness import fmt_seconds, run_rounds  # noqa: E402
+
+from thrust_app.bundle import OnnxPolicy, load_bundle  # noqa: E402
+from thrust_app.exporter import torch_policy_from_bundle  # noqa: E402
+from thrust_app.web.browser import BrowserUnavailable, player_page  # noqa: E402
+from thrust_app.web.server import EXPORT_DIR, PlayerServer  # noqa: E402
+
+LARGE = 256
+
+
+def python_runtimes(bundle, rng):
+    """name -> factory(batch) -> callable, for the runtimes in this process."""
+    shape = bundle.manifest["observation"]["shape"]
+    graph = torch_policy_from_bundle(bundle)
+    cpu = OnnxPolicy(bundle)
+    runtimes = {"torch eager": lambda obs: _torch_call(graph, obs), "onnxruntime cpu": cpu.run}
+    if "CUDAExecutionProvider" in ort.get_available_providers():
+        runtimes["onnxruntime cuda"] = OnnxPolicy(bundle, ["CUDAExecutionProvider"]).run
+    check = rng.normal(size=(8, *shape)).astype(np.float32)
+    want = _torch_call(graph, check)
+    got = cpu.run(check)[bundle.action_output]
+    assert np.allclose(np.asarray(want, dtype=np.float64), got.astype(np.float64), atol=1e-4), "torch rebuild differs"
+    return runtimes
+
+
+def _torch_call(graph, obs):
+    with torch.no_grad():
+        out = graph(torch.from_numpy(obs))
+    return (out[1] if isinstance(out, tuple) else out).numpy()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--json", type=Path)
+    parser.add_argument("--no-browser", action="store_true", help="skip the onnxruntime-web columns")
+    parser.add_argument("--export-dir", type=Path, default=EXPORT_DIR)
+    args = parser.parse_args()
+    torch.set_num_threads(1)
+    rounds, min_time = (3, 0.1) if args.quick else (5, 0.5)
+    seconds = 0.3 if args.quick else 1.5
+    rng = np.random.default_rng(0)
+    bundles = [load_bundle(p) for p in sorted(args.export_dir.iterdir()) if (p / "manifest.json").is_file()]
+    rows = []
+    for bundle in bundles:
+        shape = bundle.manifest["observation"]["shape"]
+        benches, units = {}, {}
+        for name, call in python_runtimes(bundle, rng).items():
+            for batch in (1, LARGE):
+                obs = rng.normal(size=(batch, *shape)).astype(np.float32)
+                benches[f"{name}|{batch}"] = (lambda call=call, obs=obs: call(obs))
+                units[f"{name}|{batch}"] = batch
+        for key, m in run_rounds(benches, rounds, min_time, min_time / 2, units=units).items():
+            name, batch = key.split("|")
+            rows.append({"bundle": bundle.path.name, "runtime": name, "batch": int(batch), "median_s": m.median,
+                         "min_s": m.spread[0], "max_s": m.spread[1], "obs_per_s": m.rate})
+    if not args.no_browser:
+        try:
+            rows += browser_rows(bundles, args.export_dir, seconds)
+        except BrowserUnavailable as err:
+            print(f"onnxruntime-web columns skipped: {err}")
+    print_table(rows)
+    if args.json:
+        host = {"machine": platform.machine(), "python": platform.python_version(), "torch": torch.__version__,
+                "onnxruntime": ort.__version__, "providers": ort.get_available_providers()}
+        args.json.write_text(json.dumps({"host": host, "quick": args.quick, "rows": rows}, indent=2))
+        print(f"wrote {args.json}")
+
+
+def browser_rows(bundles, export_dir: Path, seconds: float) -> list[dict]:
+    rows = []
+    with PlayerServer(port=0, export_dir=export_dir) as server, player_page(server.url) as page:
+        for bundle in bundles:
+            for ep in ("wasm", "webgpu"):
+                for batch in (1, LARGE):
+                    r = page.evaluate("(a) => window.thrustPlayer.benchmark(a)",
+                                      {"bundle": bundle.path.name, "ep": ep, "batch": batch, "seconds": seconds})
+                    rows.append({"bundle": bundle.path.name, "runtime": f"onnxruntime-web {ep}", "batch": batch,
+                                 "median_s": r["medianMs"] / 1000, "min_s": r["minMs"] / 1000,
+                                 "max_s": r["maxMs"] / 1000, "obs_per_s": batch / (r["medianMs"] / 1000)})
+    return rows
+
+
+def print_table(rows: list[dict]) -> None:
+    print(f"{'bundle':16s} {'runtime':22s} {'batch-1 latency':>16s} {'batch-256 obs/s':>16s}")
+    keys = list(dict.fromkeys((r["bundle"], r["runtime"]) for r in rows))
+    for bundle, runtime in keys:
+        one = next(r for r in rows if (r["bundle"], r["runtime"], r["batch"]) == (bundle, runtime, 1))
+        big = next(r for r in rows if (r["bundle"], r["runtime"], r["batch"]) == (bundle, runtime, LARGE))
+        print(f"{bundle:16s} {runtime:22s} {fmt_seconds(one['median_s']):>16s} {big['obs_per_s']:>16,.0f}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,147 @@
+"""Trainer throughput, the seed's eight groups, each written once and run on every backend present.
+
+Groups (suffixed with the backend: `/cpu` always, `/cuda` when torch sees a GPU):
+  a2c_train_step, ppo_train_step, dqn_train_step, sac_train_step
+      one gradient update on a ready batch (A2C: one 8x5 rollout; PPO: one 256-sample minibatch;
+      DQN: one 64-sample batch of the zoo's 256x256 Q-net; SAC: one 256-sample batch, 256x256 nets)
+  a2c_cartpole_steps_per_sec, ppo_cartpole_steps_per_sec, dqn_cartpole_steps_per_sec,
+  sac_pendulum_steps_per_sec
+      one full iteration (collect + update) with the env's preset; reported per iteration and as
+      env-steps/s. Comparable within an algorithm, not across (iterations differ in size).
+
+    python benches/trainer_throughput.py [--quick] [--json PATH] [--devices cpu,cuda]
+
+Rounds alternate backends (cpu, cuda, cpu, cuda, ...); the table shows the median per call, the
+min-max spread of the rounds, and the cuda/cpu ratio. Warm-up calls are excluded.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from harness import Measurement, fmt_seconds, run_rounds  # noqa: E402
+
+from thrust_app.algos import ALGOS  # noqa: E402
+from thrust_app.algos.a2c import a2c_update  # noqa: E402
+from thrust_app.algos.ppo import ppo_update  # noqa: E402
+from thrust_app.config import apply_overrides  # noqa: E402
+from thrust_app.device import cuda_summary, resolve_device  # noqa: E402
+from thrust_app.envs.batched import make_batched  # noqa: E402
+from thrust_app.presets import get_preset  # noqa: E402
+from thrust_app.rollout import collect_rollout, compute_gae  # noqa: E402
+from thrust_app.tensors import EnvIO  # noqa: E402
+
+PAIRS = {"a2c": "thrust/CartPole-v0", "ppo": "thrust/CartPole-v0", "dqn": "thrust/CartPole-v0",
+         "sac": "thrust/Pendulum-v0"}
+
+
+def build(algo: str, device: torch.device, **extra):
+    env_id = PAIRS[algo]
+    cls = ALGOS[algo]
+    config = apply_overrides(apply_overrides(cls.Config(), get_preset(algo, env_id).config), extra)
+    env = make_batched(env_id, config.n_envs, seed=0)
+    agent = cls(env.observation_space.shape, env.action_space, config, device, seed=0)
+    agent.total_timesteps = 10**9
+    io = EnvIO(device)
+    return agent, env, io, io.reset(env)
+
+
+def train_step(algo: str, device: torch.device) -> Callable[[], object]:
+    """One update on a batch that is ready (collected once, before timing)."""
+    if algo in ("dqn", "sac"):
+        agent, env, io, obs = build(algo, device, learning_starts=1)
+        while agent.buffer.size < 2048:
+            obs = agent.iteration(env, io, obs, 1.0).obs
+        return agent.train_step
+    if algo == "ppo":
+        agent, env, io, obs = build(algo, device, n_envs=8, n_steps=32, n_epochs=1)  # 256 samples = one minibatch
+    else:
+        agent, env, io, obs = build(algo, device)
+    c = agent.config
+    rollout, _ = collect_rollout(env, io, obs, agent.net, c.n_steps, c.gamma)
+    adv, ret = compute_gae(rollout.rewards, rollout.values, rollout.dones, rollout.last_values, c.gamma, c.gae_lambda)
+    if algo == "ppo":
+        return lambda: ppo_update(agent.net, agent.optimizer, rollout, adv, ret, c.clip_range, c, agent.generator)
+    return lambda: a2c_update(agent.net, agent.optimizer, rollout, adv, ret, c)
+
+
+def full_loop(algo: str, device: torch.device) -> tuple[Callable[[], object], float]:
+    """One collect+update iteration; returns the call and the env steps it takes."""
+    agent, env, io, obs = build(algo, device, **({"learning_starts": 1} if algo in ("dqn", "sac") else {}))
+    state = {"obs": obs}
+
+    def iterate():
+        it = agent.iteration(env, io, state["obs"], 1.0)
+        state["obs"] = it.obs
+        return it
+
+    steps = iterate().steps
+    return iterate, steps
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="smoke run: short rounds (under a minute)")
+    parser.add_argument("--json", type=Path, help="also write the results here")
+    parser.add_argument("--devices", default="cpu,cuda", help="backends to try (default cpu,cuda)")
+    args = parser.parse_args()
+    rounds, min_time, warmup = (3, 0.15, 0.1) if args.quick else (7, 1.0, 0.5)
+
+    devices = []
+    for name in args.devices.split(","):
+        if name == "cuda" and not torch.cuda.is_available():
+            print(f"/cuda groups skipped: {cuda_summary()}")
+            continue
+        devices.append(name)
+    benches, units, sync = {}, {}, {}
+    for group, algo in [("a2c_train_step", "a2c"), ("ppo_train_step", "ppo"), ("dqn_train_step", "dqn"),
+                        ("sac_train_step", "sac")]:
+        for d in devices:
+            benches[f"{group}/{d}"] = train_step(algo, resolve_device(d))
+    for group, algo in [("a2c_cartpole_steps_per_sec", "a2c"), ("ppo_cartpole_steps_per_sec", "ppo"),
+                        ("dqn_cartpole_steps_per_sec", "dqn"), ("sac_pendulum_steps_per_sec", "sac")]:
+        for d in devices:
+            benches[f"{group}/{d}"], units[f"{group}/{d}"] = full_loop(algo, resolve_device(d))
+    for name in benches:
+        if name.endswith("/cuda"):
+            sync[name] = torch.cuda.synchronize
+    results = run_rounds(benches, rounds, min_time, warmup, sync, units)
+    print_table(results, devices)
+    if args.json:
+        host = {"machine": platform.machine(), "processor": platform.processor(), "python": platform.python_version(),
+                "torch": torch.__version__, "cuda": cuda_summary(), "threads": torch.get_num_threads()}
+        args.json.write_text(json.dumps({"host": host, "quick": args.quick,
+                                         "results": [m.as_dict() for m in results.values()]}, indent=2))
+        print(f"wrote {args.json}")
+
+
+def print_table(results: dict[str, Measurement], devices: list[str]) -> None:
+    groups = list(dict.fromkeys(name.split("/")[0] for name in results))
+    header = f"{'group':30s}" + "".join(f"{d + ' median (min-max)':>30s}" for d in devices)
+    if "cuda" in devices:
+        header += f"{'cuda/cpu':>10s}"
+    header += f"{'cpu env-steps/s':>17s}"
+    print(header)
+    for g in groups:
+        row = f"{g:30s}"
+        for d in devices:
+            m = results[f"{g}/{d}"]
+            lo, hi = m.spread
+            row += f"{fmt_seconds(m.median) + ' (' + fmt_seconds(lo) + '-' + fmt_seconds(hi) + ')':>30s}"
+        if "cuda" in devices:
+            row += f"{results[f'{g}/cuda'].median / results[f'{g}/cpu'].median:>9.2f}x"
+        cpu = results[f"{g}/cpu"]
+        row += f"{cpu.rate:>17,.0f}" if "steps_per_sec" in g else f"{'':>17s}"
+        print(row)
+
+
+if __name__ == "__main__":
+    main()
