@@ -39,7 +39,8 @@ def _cmd_train(args: argparse.Namespace) -> int:
             raise UsageError("thrust train needs ALGO and ENV (e.g. `thrust train ppo cartpole`), or --resume RUN_DIR")
         summary = train(args.algo, args.env, timesteps=args.timesteps, seed=args.seed, device=args.device,
                         run_dir=args.run_dir, eval_every=args.eval_every, eval_episodes=args.eval_episodes,
-                        stop_at_return=args.stop_at_return, overrides=args.set, progress=not args.quiet)
+                        stop_at_return=args.stop_at_return, overrides=args.set, env_backend=args.env_backend,
+                        progress=not args.quiet)
     _print_summary(summary)
     if summary["status"] == "interrupted":
         print("thrust: interrupted; continue with `thrust train --resume RUN_DIR`", file=sys.stderr)
@@ -171,6 +172,8 @@ def build_parser() -> argparse.ArgumentParser:
     tr.add_argument("--stop-at-return", type=float, help="stop once an evaluation's mean return reaches this")
     tr.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                     help="override a config value, e.g. --set learning_rate=1e-3 (repeatable)")
+    tr.add_argument("--env-backend", choices=("numpy", "torch"), default="numpy",
+                    help="batched envs as numpy arrays on the host (default) or torch tensors on the training device")
     tr.add_argument("--resume", metavar="RUN_DIR", help="continue a run from its last checkpoint")
     tr.add_argument("--quiet", action="store_true", help="no progress bar")
     tr.set_defaults(func=_cmd_train)

@@ -43,7 +43,9 @@ def collect_rollout(env: VecEnv, io: EnvIO, obs: torch.Tensor, policy: ActorCrit
         out = io.step(env, policy.env_action(action))
         reward = out.reward
         bootstrap = out.truncated & ~out.terminated
-        if bool(bootstrap.any()):
+        # On a device, always computing the bootstrap values is cheaper than asking the host whether any
+        # episode was truncated (a sync per step); on the host the question is free.
+        if io.env_on_device(env) or bool(bootstrap.any()):
             reward = reward + gamma * bootstrap * policy.value(out.final_obs)
         done = out.terminated | out.truncated
         for key, item in (("obs", obs), ("actions", action), ("log_probs", policy.log_prob(dist, action)),

@@ -28,6 +28,10 @@ class EnvIO:
     def __init__(self, device: torch.device) -> None:
         self.device = device
 
+    def env_on_device(self, env: VecEnv) -> bool:
+        """True when the env's arrays already are torch tensors (on any device): no host copies."""
+        return env.backend.name == "torch"
+
     def tensor(self, x: Any) -> torch.Tensor:
         if isinstance(x, torch.Tensor):
             return x.to(self.device, non_blocking=True)

@@ -25,7 +25,7 @@ from .algos.base import Algorithm, deterministic_action
 from .config import ConfigError, apply_overrides
 from .device import resolve_device
 from .envs import make_env
-from .envs.batched import make_batched
+from .envs.batched import BATCHED_ENVS, make_batched
 from .envs.core import UnknownEnvError, resolve_env_id
 from .evaluation import EvalResult, evaluate
 from .presets import get_preset
@@ -78,6 +78,8 @@ class RunSpec:
     stop_at_return: float | None = None
     checkpoint_every: int = 0
     torch_threads: int = 1
+    #: Where Thrust's array-batched envs live: numpy on the host, or torch tensors on the training device.
+    env_backend: str = "numpy"
     config: dict[str, Any] = dataclasses.field(default_factory=dict)
     overrides: dict[str, Any] = dataclasses.field(default_factory=dict)
     preset_source: str = ""
@@ -95,13 +97,18 @@ class RunSpec:
 def make_spec(algo: str, env: str, timesteps: int | None = None, seed: int = 0, device: str = "auto",
               eval_every: int | None = None, eval_episodes: int = 10, stop_at_return: float | None = None,
               overrides: dict[str, Any] | list[str] | None = None, checkpoint_every: int | None = None,
-              torch_threads: int = 1) -> RunSpec:
+              torch_threads: int = 1, env_backend: str = "numpy") -> RunSpec:
     """Check every choice and fill in presets; any bad value raises a clear error before work starts."""
     algo_cls = get_algo(algo)
     env_id = resolve_env_name(env)
     probe = make_batched(env_id, 1, seed=0)  # checks the spaces: Box observations, an action space that fits
     algo_cls.check_fits(probe.action_space, env_id)
     probe.close()
+    if env_backend not in ("numpy", "torch"):
+        raise ConfigError(f"env_backend must be 'numpy' or 'torch', got {env_backend!r}")
+    if env_backend == "torch" and env_id not in BATCHED_ENVS:
+        raise ConfigError(f"env_backend 'torch' needs an array-batched env ({', '.join(BATCHED_ENVS)}); "
+                          f"{env_id} steps in a Python loop, so use 'numpy'")
     preset = get_preset(algo_cls.name, env_id)
     config = apply_overrides(algo_cls.Config(), preset.config, algo_cls.name)
     config = apply_overrides(config, overrides, algo_cls.name)
@@ -117,7 +124,7 @@ def make_spec(algo: str, env: str, timesteps: int | None = None, seed: int = 0, 
         eval_every=eval_every if eval_every is not None else max(1000, timesteps // 20),
         eval_episodes=eval_episodes, stop_at_return=stop_at_return,
         checkpoint_every=checkpoint_every if checkpoint_every is not None else max(10_000, timesteps // 10),
-        torch_threads=torch_threads, config=dataclasses.asdict(config), overrides=user,
+        torch_threads=torch_threads, env_backend=env_backend, config=dataclasses.asdict(config), overrides=user,
         preset_source=preset.source,
     )
 
@@ -133,7 +140,9 @@ class Trainer:
         self.config = algo_cls.Config(**{k: tuple(v) if isinstance(v, list) else v for k, v in spec.config.items()})
         torch.manual_seed(spec.seed)
         np.random.seed(spec.seed % 2**32)
-        self.env = make_batched(spec.env, self.config.n_envs, seed=spec.seed)
+        # Actions come from the policy's own action space, so the env need not re-check them (a sync on GPU).
+        self.env = make_batched(spec.env, self.config.n_envs, seed=spec.seed, backend=spec.env_backend,
+                                device=str(device), check_actions=False)
         self.algo: Algorithm = algo_cls(self.env.observation_space.shape, self.env.action_space, self.config,
                                         device, spec.seed)
         self.algo.total_timesteps = spec.timesteps
@@ -324,11 +333,12 @@ def train(algo: str, env: str, *, timesteps: int | None = None, seed: int = 0, d
           run_dir: str | Path | None = None, runs_root: str | Path = "runs", eval_every: int | None = None,
           eval_episodes: int = 10, stop_at_return: float | None = None,
           overrides: dict[str, Any] | list[str] | None = None, checkpoint_every: int | None = None,
-          torch_threads: int = 1, progress: bool = True, should_stop: Callable[[], bool] | None = None,
-          on_record: Callback | None = None, log: Callable[[str], None] = print) -> dict[str, Any]:
+          torch_threads: int = 1, env_backend: str = "numpy", progress: bool = True,
+          should_stop: Callable[[], bool] | None = None, on_record: Callback | None = None,
+          log: Callable[[str], None] = print) -> dict[str, Any]:
     """Train `algo` on `env` in a new run folder; returns the summary (also saved as summary.json)."""
     spec = make_spec(algo, env, timesteps, seed, device, eval_every, eval_episodes, stop_at_return, overrides,
-                     checkpoint_every, torch_threads)
+                     checkpoint_every, torch_threads, env_backend)
     torch_device = resolve_device(device, torch_threads)
     if run_dir is None:
         alias = spec.env.split("/")[-1].split("-v")[0].lower()

@@ -226,12 +226,14 @@ def make_batched(
     seed: int | None = None,
     backend: BackendName = "numpy",
     device: str = "cpu",
+    check_actions: bool = True,
     **env_kwargs: Any,
 ) -> VecEnv:
     """N copies of an env: Thrust's array-batched form where there is one, else a loop of gymnasium envs.
 
     `name` is a Thrust alias or id, or any gymnasium id. `env_kwargs` (e.g. Snake's `width`) go to
-    each looped env.
+    each looped env. `check_actions=False` skips validating actions in array-batched envs (each check
+    is a device-to-host sync); trainers whose actions come from the action space use it.
     """
     from . import make_env
     from .core import UnknownEnvError, resolve_env_id
@@ -243,7 +245,7 @@ def make_batched(
     if env_id in BATCHED_ENVS:
         if env_kwargs:
             raise TypeError(f"{env_id} takes no options, got {sorted(env_kwargs)}")
-        return BATCHED_ENVS[env_id](num_envs, seed=seed, backend=backend, device=device)
+        return BATCHED_ENVS[env_id](num_envs, seed=seed, backend=backend, device=device, check_actions=check_actions)
     make_env(env_id, **env_kwargs).close()  # fail here, once, with a clear message for unknown names
     return LoopVecEnv(lambda: make_env(env_id, **env_kwargs), num_envs, seed, backend, device)
 
