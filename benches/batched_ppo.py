@@ -19,7 +19,7 @@ from pathlib import Path
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from harness import fmt_seconds, run_rounds  # noqa: E402
+from harness import available_devices, fmt_seconds, run_rounds  # noqa: E402
 
 from thrust_app.algos import PPO  # noqa: E402
 from thrust_app.config import apply_overrides  # noqa: E402
@@ -53,12 +53,7 @@ def main() -> None:
     parser.add_argument("--json", type=Path)
     args = parser.parse_args()
     rounds, min_time = (2, 0.3) if args.quick else (5, 1.5)
-    devices = []
-    for name in args.devices.split(","):
-        if name == "cuda" and not torch.cuda.is_available():
-            print(f"cuda skipped: {cuda_summary()}")
-            continue
-        devices.append(name)
+    devices = available_devices(args.devices)
     benches, units, sync = {}, {}, {}
     for n in (int(v) for v in args.envs.split(",")):
         for d in devices:

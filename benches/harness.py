@@ -72,3 +72,18 @@ def fmt_seconds(s: float) -> str:
     if s < 1:
         return f"{s * 1e3:.2f} ms"
     return f"{s:.2f} s"
+
+
+def available_devices(requested: str) -> list[str]:
+    """The torch devices of a comma list that this machine has; prints one line for each it lacks."""
+    import torch
+
+    from thrust_app.device import cuda_summary
+
+    devices = []
+    for name in requested.split(","):
+        if name == "cuda" and not torch.cuda.is_available():
+            print(f"/cuda skipped: {cuda_summary()}")
+            continue
+        devices.append(name)
+    return devices

@@ -27,7 +27,7 @@ from pathlib import Path
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from harness import Measurement, fmt_seconds, run_rounds  # noqa: E402
+from harness import available_devices, Measurement, fmt_seconds, run_rounds  # noqa: E402
 
 from thrust_app.algos import ALGOS  # noqa: E402
 from thrust_app.algos.a2c import a2c_update  # noqa: E402
@@ -95,12 +95,7 @@ def main() -> None:
     args = parser.parse_args()
     rounds, min_time, warmup = (3, 0.15, 0.1) if args.quick else (7, 1.0, 0.5)
 
-    devices = []
-    for name in args.devices.split(","):
-        if name == "cuda" and not torch.cuda.is_available():
-            print(f"/cuda groups skipped: {cuda_summary()}")
-            continue
-        devices.append(name)
+    devices = available_devices(args.devices)
     benches, units, sync = {}, {}, {}
     for group, algo in [("a2c_train_step", "a2c"), ("ppo_train_step", "ppo"), ("dqn_train_step", "dqn"),
                         ("sac_train_step", "sac")]:

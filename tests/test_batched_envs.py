@@ -37,7 +37,7 @@ def random_actions(space, rng, n, backend):
 def test_array_batched_env_matches_the_core_step_for_step(env_id, backend):
     vec = make_batched(env_id, N, seed=1, backend=backend)
     cores = [make_core(env_id) for _ in range(N)]
-    obs = to_numpy(vec.reset())
+    vec.reset()
     for core, row in zip(cores, to_numpy(vec.state)):
         core.reset(seed=0)
         load_state(core, row)

@@ -5,7 +5,6 @@ from __future__ import annotations
 import torch
 
 from thrust_app.envs.batched import make_batched
-from thrust_app.envs.core import Discrete
 from thrust_app.nets import ActorCritic
 from thrust_app.rollout import collect_rollout, compute_gae
 from thrust_app.tensors import EnvIO

@@ -41,7 +41,7 @@ def test_every_discrete_algorithm_learns_the_bandit(algo, tmp_path):
 SMOKE = [
     ("a2c", "cartpole", {}), ("a2c", "pendulum", {}), ("a2c", "snake", {"n_envs": 2}),
     ("ppo", "cartpole", {}), ("ppo", "pendulum", {"n_steps": 64}), ("ppo", "snake", {"n_envs": 2, "n_steps": 32}),
-    ("dqn", "cartpole", {"learning_starts": 100, "train_freq": 16, "gradient_steps": 4}),
+    ("dqn", "cartpole", {"learning_starts": 100, "train_freq": 16, "gradient_steps": 4, "hidden": "64,64"}),
     ("dqn", "snake", {"learning_starts": 100, "buffer_size": 1000}),
     ("sac", "pendulum", {"learning_starts": 100, "hidden": "32,32"}),
     ("ppo", "CartPole-v1", {}),  # gymnasium's own envs train too
@@ -71,7 +71,8 @@ def comparable(records):
 
 @pytest.mark.parametrize("algo, env, overrides", [
     ("ppo", "cartpole", {"n_steps": 16}),
-    ("dqn", "cartpole", {"learning_starts": 200, "train_freq": 8, "target_update_interval": 100}),
+    ("dqn", "cartpole", {"learning_starts": 200, "train_freq": 8, "gradient_steps": 2, "hidden": "64,64",
+                         "target_update_interval": 100}),
     ("sac", "pendulum", {"learning_starts": 100, "hidden": "32,32"}),
 ])
 def test_resumed_run_equals_uninterrupted_run(algo, env, overrides, tmp_path):

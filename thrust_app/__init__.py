@@ -9,7 +9,7 @@ __version__ = "0.1.0"
 
 def _register_with_gymnasium() -> None:
     try:
-        import gymnasium  # noqa: F401
+        import gymnasium  # noqa: F401  (present? then register)
     except ImportError:  # the browser, or a bare install: the cores still work
         return
     from .envs.gym_adapter import register_envs

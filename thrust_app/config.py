@@ -46,7 +46,7 @@ class AlgoConfig:
             raise ConfigError(f"gamma must be in [0, 1], got {self.gamma}")
         if self.learning_rate <= 0:
             raise ConfigError(f"learning_rate must be > 0, got {self.learning_rate}")
-        if any(h < 1 for h in self.hidden):
+        if not self.hidden or any(h < 1 for h in self.hidden):
             raise ConfigError(f"hidden sizes must be >= 1, got {self.hidden}")
 
 

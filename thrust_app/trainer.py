@@ -214,7 +214,6 @@ class Trainer:
         """Train to `timesteps` (or until stopped or, with stop_at_return, solved); returns the summary."""
         from tqdm.auto import tqdm
 
-        spec, algo = self.spec, self.algo
         running = self.run_dir / RUNNING_FILE
         running.write_text(str(os.getpid()))
         try:

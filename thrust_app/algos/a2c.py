@@ -14,7 +14,7 @@ from torch import nn
 from ..config import AlgoConfig, param
 from ..nets import ActorCritic
 from ..rollout import Rollout
-from .on_policy import OnPolicyAlgorithm
+from .on_policy import OnPolicyAlgorithm, optimize_actor_critic
 
 
 @dataclass
@@ -43,11 +43,7 @@ def a2c_update(net: ActorCritic, optimizer: torch.optim.Optimizer, rollout: Roll
     policy_loss = -(adv * log_probs).mean()
     value_loss = nn.functional.mse_loss(values, returns.flatten())
     entropy = net.entropy(dist).mean()
-    loss = policy_loss + c.vf_coef * value_loss - c.ent_coef * entropy
-    optimizer.zero_grad(set_to_none=True)
-    loss.backward()
-    nn.utils.clip_grad_norm_(net.parameters(), c.max_grad_norm)
-    optimizer.step()
+    optimize_actor_critic(net, optimizer, policy_loss, value_loss, entropy, c.vf_coef, c.ent_coef, c.max_grad_norm)
     stats = torch.stack([policy_loss, value_loss, entropy]).detach().tolist()
     return dict(zip(("policy_loss", "value_loss", "entropy"), stats))
 

@@ -66,7 +66,7 @@ class DQN(OffPolicyAlgorithm):
         super().__init__(obs_shape, action_space, config, device, seed)
         self.q_net = QNetwork(obs_shape, action_space.n, config.hidden).to(device)
         self.target_net = copy.deepcopy(self.q_net).requires_grad_(False)
-        self.optimizer = torch.optim.Adam(self.q_net.parameters(), lr=config.learning_rate)
+        self.optimizer = torch.optim.Adam(self.q_net.parameters(), lr=config.learning_rate, fused=True)
         self.total_timesteps = 1  # set by the trainer; the epsilon schedule is a fraction of it
         self._last_target_update = 0
 

@@ -5,11 +5,23 @@ from __future__ import annotations
 from abc import abstractmethod
 
 import torch
+from torch import nn
 
 from ..config import schedule
 from ..nets import ActorCritic
 from ..rollout import Rollout, collect_rollout, compute_gae
 from .base import Algorithm, Iteration, set_learning_rate
+
+
+def optimize_actor_critic(net: ActorCritic, optimizer: torch.optim.Optimizer, policy_loss: torch.Tensor,
+                          value_loss: torch.Tensor, entropy: torch.Tensor, vf_coef: float, ent_coef: float,
+                          max_grad_norm: float) -> None:
+    """One optimizer step on policy loss + vf_coef * value loss - ent_coef * entropy, gradients clipped."""
+    loss = policy_loss + vf_coef * value_loss - ent_coef * entropy
+    optimizer.zero_grad(set_to_none=True)
+    loss.backward()
+    nn.utils.clip_grad_norm_(net.parameters(), max_grad_norm)
+    optimizer.step()
 
 
 class OnPolicyAlgorithm(Algorithm):

@@ -14,7 +14,7 @@ from torch import nn
 from ..config import AlgoConfig, param, schedule
 from ..nets import ActorCritic
 from ..rollout import Rollout
-from .on_policy import OnPolicyAlgorithm
+from .on_policy import OnPolicyAlgorithm, optimize_actor_critic
 
 
 @dataclass
@@ -58,11 +58,8 @@ def ppo_update(net: ActorCritic, optimizer: torch.optim.Optimizer, rollout: Roll
             policy_loss = -torch.min(a * ratio, a * ratio.clamp(1 - clip, 1 + clip)).mean()
             value_loss = nn.functional.mse_loss(values, ret[idx])
             entropy = net.entropy(dist).mean()
-            loss = policy_loss + c.vf_coef * value_loss - c.ent_coef * entropy
-            optimizer.zero_grad(set_to_none=True)
-            loss.backward()
-            nn.utils.clip_grad_norm_(net.parameters(), c.max_grad_norm)
-            optimizer.step()
+            optimize_actor_critic(net, optimizer, policy_loss, value_loss, entropy, c.vf_coef, c.ent_coef,
+                                  c.max_grad_norm)
             with torch.no_grad():
                 approx_kl = ((ratio - 1) - log_ratio).mean()
                 clip_frac = ((ratio - 1).abs() > clip).float().mean()
@@ -79,7 +76,7 @@ class PPO(OnPolicyAlgorithm):
     Config = PPOConfig
 
     def make_optimizer(self) -> torch.optim.Optimizer:
-        return torch.optim.Adam(self.net.parameters(), lr=self.config.learning_rate, eps=1e-5)
+        return torch.optim.Adam(self.net.parameters(), lr=self.config.learning_rate, eps=1e-5, fused=True)
 
     def update(self, rollout, advantages, returns, progress_remaining) -> dict[str, float]:
         clip = schedule(self.config.clip_range, self.config.clip_schedule, progress_remaining)

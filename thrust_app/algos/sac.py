@@ -48,8 +48,8 @@ class SAC(OffPolicyAlgorithm):
         self.log_alpha = torch.tensor([math.log(config.init_alpha)], device=device, requires_grad=True)
         self.target_entropy = config.target_entropy or -float(math.prod(action_space.shape))
         lr = config.learning_rate
-        self.actor_opt = torch.optim.Adam(self.actor.parameters(), lr=lr)
-        self.critic_opt = torch.optim.Adam(self.critic.parameters(), lr=lr)
+        self.actor_opt = torch.optim.Adam(self.actor.parameters(), lr=lr, fused=True)
+        self.critic_opt = torch.optim.Adam(self.critic.parameters(), lr=lr, fused=True)
         self.alpha_opt = torch.optim.Adam([self.log_alpha], lr=lr)
 
     @property

@@ -145,7 +145,7 @@ class LoopVecEnv(VecEnv):
             rewards.append(r)
             terms.append(term)
             truncs.append(trunc)
-        xp, asarray = self.xp, self.backend.asarray
+        asarray = self.backend.asarray
         return BatchStep(
             obs=self._stack(obs),
             reward=asarray(np.asarray(rewards, dtype=np.float32)),

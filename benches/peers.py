@@ -1,0 +1,166 @@
+"""Thrust against Stable-Baselines3 on the same work, in one run, alternating.
+
+Pairs (rl-baselines3-zoo hyperparameters on both sides, 1 torch thread each): PPO, A2C and DQN on
+CartPole, SAC on Pendulum. Thrust trains on its batched CartPole / Pendulum (gymnasium's
+CartPole-v1 / Pendulum-v1 dynamics, tested equal); SB3 on gymnasium's envs in its DummyVecEnv.
+Each run evaluates 10 deterministic episodes every 5k steps (same seeds on both sides) and stops
+once the mean reaches 475 (Pendulum: -200), or at the zoo's budget. Reported per pair: training
+env-steps/s with evaluation time excluded, and training seconds to solve; medians over seeds and
+the median of the per-seed Thrust/SB3 ratios.
+
+    python benches/peers.py [--seeds 5] [--quick] [--json PATH] [--only ppo,dqn]
+
+Needs `pip install stable-baselines3` (with torch==2.13.0 installed first).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import statistics
+import time
+from pathlib import Path
+from tempfile import TemporaryDirectory
+
+import torch
+
+from thrust_app.evaluation import evaluate
+from thrust_app.trainer import EVAL_SEED_OFFSET, train
+
+EVAL_EVERY = 5000
+EVAL_EPISODES = 10
+
+
+def linear(start: float):
+    return lambda progress_remaining: progress_remaining * start
+
+
+# algo -> (thrust env, gymnasium env, solve threshold, zoo budget, SB3 constructor kwargs, n_envs)
+PAIRS = {
+    "ppo": ("thrust/CartPole-v0", "CartPole-v1", 475.0, 100_000,
+            dict(n_steps=32, batch_size=256, gae_lambda=0.8, gamma=0.98, n_epochs=20, ent_coef=0.0,
+                 learning_rate=linear(1e-3), clip_range=linear(0.2)), 8),
+    "a2c": ("thrust/CartPole-v0", "CartPole-v1", 475.0, 200_000, dict(ent_coef=0.0), 8),
+    "dqn": ("thrust/CartPole-v0", "CartPole-v1", 475.0, 50_000,
+            dict(learning_rate=2.3e-3, batch_size=64, buffer_size=100_000, learning_starts=1000, gamma=0.99,
+                 target_update_interval=10, train_freq=256, gradient_steps=128, exploration_fraction=0.16,
+                 exploration_final_eps=0.04, policy_kwargs=dict(net_arch=[256, 256])), 1),
+    "sac": ("thrust/Pendulum-v0", "Pendulum-v1", -200.0, 20_000, dict(learning_rate=1e-3), 1),
+}
+QUICK_BUDGET = {"ppo": 16_384, "a2c": 16_000, "dqn": 8_000, "sac": 1_500}
+
+
+def run_thrust(algo: str, seed: int, budget: int, stop: bool) -> dict:
+    env, _, threshold, _, _, _ = PAIRS[algo]
+    with TemporaryDirectory() as tmp:
+        s = train(algo, env, timesteps=budget, seed=seed, device="cpu", run_dir=Path(tmp) / "run",
+                  eval_every=EVAL_EVERY, eval_episodes=EVAL_EPISODES, stop_at_return=threshold if stop else None,
+                  progress=False, log=lambda _: None)
+    solved = s["status"] == "solved"
+    return {"steps": s["timesteps"], "train_s": s["train_s"], "sps": s["sps"],
+            "solved_at_step": s["timesteps"] if solved else None, "solve_s": s["train_s"] if solved else None}
+
+
+def run_sb3(algo: str, seed: int, budget: int, stop: bool) -> dict:
+    import stable_baselines3 as sb3
+    from stable_baselines3.common.callbacks import BaseCallback
+    from stable_baselines3.common.env_util import make_vec_env
+
+    _, gym_env, threshold, _, kwargs, n_envs = PAIRS[algo]
+
+    class SolveCallback(BaseCallback):
+        """Evaluates like Thrust does, keeps evaluation time out of the clock, stops once solved."""
+
+        def _on_training_start(self) -> None:
+            self.start, self.eval_s, self.next_eval = time.perf_counter(), 0.0, EVAL_EVERY
+            self.solved_at_step = self.solve_s = None
+
+        def _on_step(self) -> bool:
+            if self.num_timesteps < self.next_eval:
+                return True
+            t0 = time.perf_counter()
+            act = lambda obs: self.model.predict(obs, deterministic=True)[0]  # noqa: E731
+            mean = evaluate(act, gym_env, EVAL_EPISODES, seed + EVAL_SEED_OFFSET).mean
+            self.eval_s += time.perf_counter() - t0
+            self.next_eval += EVAL_EVERY
+            if mean >= threshold and self.solved_at_step is None:
+                self.solved_at_step = self.num_timesteps
+                self.solve_s = t0 - self.start - (self.eval_s - (time.perf_counter() - t0))
+                return not stop
+            return True
+
+    env = make_vec_env(gym_env, n_envs=n_envs, seed=seed)
+    model = getattr(sb3, algo.upper())("MlpPolicy", env, seed=seed, device="cpu", verbose=0, **kwargs)
+    callback = SolveCallback()
+    start = time.perf_counter()
+    model.learn(total_timesteps=budget, callback=callback)
+    train_s = time.perf_counter() - start - callback.eval_s
+    return {"steps": model.num_timesteps, "train_s": train_s, "sps": model.num_timesteps / train_s,
+            "solved_at_step": callback.solved_at_step, "solve_s": callback.solve_s}
+
+
+def median_or_none(values: list) -> float | None:
+    values = [v for v in values if v is not None]
+    return statistics.median(values) if values else None
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--seeds", type=int, default=5)
+    parser.add_argument("--quick", action="store_true", help="1 seed, short budgets, no solving: SPS only")
+    parser.add_argument("--only", default=",".join(PAIRS))
+    parser.add_argument("--json", type=Path)
+    args = parser.parse_args()
+    torch.set_num_threads(1)
+    seeds = 1 if args.quick else args.seeds
+    algos = args.only.split(",")
+    runs: list[dict] = []
+    for seed in range(seeds):
+        for algo in algos:  # alternate: Thrust, SB3, Thrust, SB3, ...
+            budget = QUICK_BUDGET[algo] if args.quick else PAIRS[algo][3]
+            for lib, fn in (("thrust", run_thrust), ("sb3", run_sb3)):
+                r = {"lib": lib, "algo": algo, "seed": seed, **fn(algo, seed, budget, stop=not args.quick)}
+                runs.append(r)
+                print(f"{lib:6s} {algo} seed {seed}: {r['sps']:8,.0f} steps/s, solved at "
+                      f"{r['solved_at_step']} ({r['solve_s'] and round(r['solve_s'], 1)} s)", flush=True)
+    table = summarize(runs, algos, seeds)
+    print_table(table)
+    if args.json:
+        host = {"machine": platform.machine(), "python": platform.python_version(), "torch": torch.__version__,
+                "sb3": __import__("stable_baselines3").__version__}
+        args.json.write_text(json.dumps({"host": host, "quick": args.quick, "runs": runs, "table": table}, indent=2))
+
+
+def summarize(runs: list[dict], algos: list[str], seeds: int) -> list[dict]:
+    table = []
+    for algo in algos:
+        pairs = [(next(r for r in runs if (r["lib"], r["algo"], r["seed"]) == ("thrust", algo, s)),
+                  next(r for r in runs if (r["lib"], r["algo"], r["seed"]) == ("sb3", algo, s))) for s in range(seeds)]
+        solve_ratios = [t["solve_s"] / b["solve_s"] for t, b in pairs if t["solve_s"] and b["solve_s"]]
+        table.append({
+            "algo": algo, "env": PAIRS[algo][1],
+            "thrust_sps": statistics.median(t["sps"] for t, _ in pairs),
+            "sb3_sps": statistics.median(b["sps"] for _, b in pairs),
+            "sps_ratio": statistics.median(t["sps"] / b["sps"] for t, b in pairs),
+            "thrust_solve_s": median_or_none([t["solve_s"] for t, _ in pairs]),
+            "sb3_solve_s": median_or_none([b["solve_s"] for _, b in pairs]),
+            "thrust_solved": sum(t["solve_s"] is not None for t, _ in pairs),
+            "sb3_solved": sum(b["solve_s"] is not None for _, b in pairs),
+            "solve_time_ratio": median_or_none(solve_ratios), "seeds": seeds,
+        })
+    return table
+
+
+def print_table(table: list[dict]) -> None:
+    print(f"\n{'pair':18s} {'Thrust steps/s':>15s} {'SB3 steps/s':>12s} {'ratio':>7s} "
+          f"{'Thrust solve s':>15s} {'SB3 solve s':>12s} {'ratio':>7s}")
+    fmt = lambda v, spec: "–" if v is None else format(v, spec)  # noqa: E731
+    for row in table:
+        print(f"{row['algo'] + ' ' + row['env']:18s} {row['thrust_sps']:>15,.0f} {row['sb3_sps']:>12,.0f} "
+              f"{row['sps_ratio']:>6.2f}x {fmt(row['thrust_solve_s'], '.1f'):>15s} {fmt(row['sb3_solve_s'], '.1f'):>12s} "
+              f"{fmt(row['solve_time_ratio'], '.2f'):>6s}x")
+
+
+if __name__ == "__main__":
+    main()
