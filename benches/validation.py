@@ -84,7 +84,9 @@ def random_baseline(env: str, episodes: int = 200) -> float:
     return evaluate(lambda obs: [rng.randrange(space.n) for _ in obs], env, episodes, seed=3_000_000).mean
 
 
-def fmt_steps(values: list) -> str:
+def fmt_steps(values: list, target) -> str:
+    if target is None:
+        return "–"
     done = [v for v in values if v is not None]
     if not done:
         return "not met"
@@ -105,7 +107,8 @@ def write_markdown(results: list[dict], out: Path, seeds: int) -> None:
         "whose mean reached the target; median over seeds, or how many seeds met it.",
         "- *final eval*: the trained policy on fresh seeds (1000 episodes on the bandit, 50 elsewhere), "
         "mean over seeds and, in brackets, each seed.",
-        "- *wall*: median seconds per run, evaluations included.",
+        "- *wall*: median seconds per run, evaluations included. Two runs shared the 2 cores at all times, so "
+        "steps/s here are lower than a lone run's (`docs/backends.md` has those).",
         "",
         "| algo | env | target | steps | target met at (steps) | wall (s) | train steps/s | final eval |",
         "|---|---|---|---:|---:|---:|---:|---|",
@@ -117,7 +120,7 @@ def write_markdown(results: list[dict], out: Path, seeds: int) -> None:
         finals = [r["final_mean"] for r in rows]
         fmt = (lambda v: f"{v:.1%}") if env == "bandit" else (lambda v: f"{v:.1f}")
         lines.append(
-            f"| {algo} | {env} | {note} | {rows[0]['timesteps']:,} | {fmt_steps([r['target_met_at_step'] for r in rows])} "
+            f"| {algo} | {env} | {note} | {rows[0]['timesteps']:,} | {fmt_steps([r['target_met_at_step'] for r in rows], target)} "
             f"| {statistics.median(r['wall_s'] for r in rows):.0f} | {statistics.median(r['sps'] for r in rows):,.0f} "
             f"| {fmt(statistics.fmean(finals))} ({', '.join(fmt(v) for v in finals)}) |"
         )

@@ -7,6 +7,7 @@ import json
 import shutil
 import subprocess
 import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -150,3 +151,15 @@ def test_cli_explains_export_and_runtime_mistakes(runs, capsys):
     assert "export the run first" in capsys.readouterr().err
     assert thrust_main(["export", str(runs / "nowhere")]) == 2
     assert "not a Thrust run folder" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("name", sorted(p.name for p in (Path(__file__).resolve().parents[1] / "export").iterdir()
+                                        if (p / "manifest.json").is_file()))
+def test_torch_policy_rebuilt_from_a_reference_bundle_acts_like_it(name):
+    bundle = load_bundle(Path(__file__).resolve().parents[1] / "export" / name)
+    graph = exporter.torch_policy_from_bundle(bundle)
+    obs = np.random.default_rng(0).normal(size=(16, *bundle.manifest["observation"]["shape"])).astype(np.float32)
+    with torch.no_grad():
+        out = graph(torch.from_numpy(obs))
+    want = (out[1] if isinstance(out, tuple) else out).numpy()
+    np.testing.assert_allclose(want, OnnxPolicy(bundle).act(obs), atol=1e-5)

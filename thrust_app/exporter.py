@@ -45,9 +45,11 @@ class ParityError(BundleError):
 class PolicyGraph(nn.Module):
     """What the ONNX graph computes: scores and an int32 action (discrete), or the bounded action."""
 
-    def __init__(self, policy: nn.Module, discrete: bool) -> None:
+    def __init__(self, policy: nn.Module, discrete: bool, lean: bool = True) -> None:
         super().__init__()
-        self.policy = policy
+        # Networks that compute more than acting needs offer a lean copy for export; parity is checked
+        # against the trained network itself (lean=False).
+        self.policy = policy.acting_module() if lean and hasattr(policy, "acting_module") else policy
         self.discrete = discrete
 
     def forward(self, obs: torch.Tensor):
@@ -193,7 +195,7 @@ def export_run(run_dir: str | Path, out: str | Path | None = None, force: bool =
             "sha256": sha256_file(model_path),
         }
         samples = sample_observations(spec.env, policy, np.random.default_rng(spec.seed))
-        manifest["parity"] = check_parity(graph, model_path, manifest, samples)
+        manifest["parity"] = check_parity(PolicyGraph(policy, discrete, lean=False).eval(), model_path, manifest, samples)
         (staging / MANIFEST_FILE).write_text(json.dumps(manifest, indent=2) + "\n")
         _move_into_place(staging, out_dir, manifest, force)
     except BaseException:
@@ -239,15 +241,16 @@ def torch_policy_from_bundle(bundle: Bundle, device: str = "cpu") -> PolicyGraph
     config = apply_overrides(algo_cls.Config(), m["config"], m["algo"])
     env = make_batched(m["env_id"], 1, seed=0)
     agent = algo_cls(env.observation_space.shape, env.action_space, config, torch.device(device), 0)
-    policy = agent.policy
+    graph = PolicyGraph(agent.policy, isinstance(env.action_space, Discrete)).eval()
+    policy = graph.policy
     wanted = policy.state_dict()
     weights = {}
     for init in onnx.load(str(bundle.model_path)).graph.initializer:
         key = init.name.removeprefix("policy.")
         if init.name.startswith("policy.") and key in wanted:
             weights[key] = torch.as_tensor(numpy_helper.to_array(init).copy(), device=device)
-    policy.load_state_dict(weights, strict=False)
-    return PolicyGraph(policy, isinstance(env.action_space, Discrete)).eval()
+    policy.load_state_dict(weights, strict=False)  # what acting does not use (SAC's log std) is not in the graph
+    return graph
 
 
 def _version(module: str) -> str:

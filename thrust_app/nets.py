@@ -131,6 +131,27 @@ class TwinTowers(nn.Module):
         return x
 
 
+class ActingMLP(BoundsMixin, nn.Module):
+    """The policy half of an ActorCritic as a plain MLP with its own named weights.
+
+    This is what export writes for vector observations: no value tower, and weights named
+    `net.0.weight`, ... rather than slices of TwinTowers' fused blocks.
+    """
+
+    def __init__(self, sizes: Sequence[int], activation: str, action_space: Discrete | Box) -> None:
+        super().__init__()
+        self.discrete = isinstance(action_space, Discrete)
+        self.net = mlp(sizes, activation, last_activation=False)
+        if not self.discrete:
+            self._set_bounds(action_space)
+
+    def act(self, obs: torch.Tensor):
+        out = self.net(obs.flatten(1))
+        if self.discrete:
+            return out, out.argmax(-1)
+        return torch.clamp(out, self.low, self.high)
+
+
 class ActorCritic(BoundsMixin, nn.Module):
     """Policy and value for A2C and PPO.
 
@@ -145,6 +166,7 @@ class ActorCritic(BoundsMixin, nn.Module):
         super().__init__()
         self.discrete = isinstance(action_space, Discrete)
         self.shared = is_image(obs_shape)
+        self._activation = activation
         if self.shared:
             self.encoder = CNNEncoder(obs_shape)
             features = self.encoder.out_dim
@@ -192,6 +214,26 @@ class ActorCritic(BoundsMixin, nn.Module):
     def env_action(self, action: torch.Tensor) -> torch.Tensor:
         """What the env receives: the sample itself (discrete) or the sample clipped to the bounds."""
         return action if self.discrete else torch.clamp(action, self.low, self.high)
+
+    def acting_module(self) -> nn.Module:
+        """A module whose `act` equals this one's, shaped for export: an ActingMLP copy of the policy
+        tower for vector observations, this module itself for images."""
+        if self.shared:
+            return self
+        towers, h = self.towers, self.towers.hidden
+        space = Discrete(self.pi_head.out_features) if self.discrete else Box(
+            tuple(self.low.flatten().tolist()), tuple(self.high.flatten().tolist()), tuple(self.low.shape))
+        acting = ActingMLP([towers.first.in_features, *h, self.pi_head.out_features], self._activation, space)
+        linears = [m for m in acting.net if isinstance(m, nn.Linear)]
+        with torch.no_grad():
+            linears[0].weight.copy_(towers.first.weight[: h[0]])
+            linears[0].bias.copy_(towers.first.bias[: h[0]])
+            for layer, w, b in zip(linears[1:-1], towers.weights, towers.biases):
+                layer.weight.copy_(w[0].T)
+                layer.bias.copy_(b[0, 0])
+            linears[-1].weight.copy_(self.pi_head.weight)
+            linears[-1].bias.copy_(self.pi_head.bias)
+        return acting.to(self.pi_head.weight.device)
 
     def act(self, obs: torch.Tensor):
         out = self.pi_head(self.encoder(obs) if self.shared else self.towers.policy_features(obs))
