@@ -8,7 +8,7 @@ STAMP := $(VENV)/.thrust-installed
 NODE_MODULES := web/node_modules/.package-lock.json
 TORCH := torch==2.13.0
 
-.PHONY: run test web install demo bench validate reference-bundles clean
+.PHONY: run test web install bench peers validate reference-bundles clean
 
 # The reference bundles in export/: env:algo pairs, each trained with its preset and seed 0.
 REFERENCE := bandit:ppo cartpole:ppo pendulum:sac snake:dqn
@@ -22,8 +22,16 @@ test: install $(NODE_MODULES)
 web: install $(NODE_MODULES)
 	$(PY) -m thrust_app web
 
-bench: install
-	$(PY) benches/env_step.py
+# Every bench in quick (smoke) mode; drop --quick for the numbers in docs/backends.md.
+bench: install $(NODE_MODULES)
+	$(PY) benches/env_step.py --seconds 0.2 --rounds 1
+	$(PY) benches/trainer_throughput.py --quick
+	$(PY) benches/onnx_policies.py --quick
+	$(PY) benches/batched_ppo.py --quick --envs 1,64,1024
+
+peers: install
+	$(PY) -m pip install -q stable-baselines3
+	$(PY) benches/peers.py
 
 validate: install
 	$(PY) benches/validation.py
