@@ -51,10 +51,15 @@ PAIRS = {
 QUICK_BUDGET = {"ppo": 16_384, "a2c": 16_000, "dqn": 8_000, "sac": 1_500}
 
 
+#: Thrust settings that differ from its preset, to run the same algorithm as SB3 (whose DQN is not double).
+THRUST_OVERRIDES = {"dqn": {"double_dqn": False}}
+
+
 def run_thrust(algo: str, seed: int, budget: int, stop: bool) -> dict:
     env, _, threshold, _, _, _ = PAIRS[algo]
     with TemporaryDirectory() as tmp:
         s = train(algo, env, timesteps=budget, seed=seed, device="cpu", run_dir=Path(tmp) / "run",
+                  overrides=THRUST_OVERRIDES.get(algo),
                   eval_every=EVAL_EVERY, eval_episodes=EVAL_EPISODES, stop_at_return=threshold if stop else None,
                   progress=False, log=lambda _: None)
     solved = s["status"] == "solved"
