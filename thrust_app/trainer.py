@@ -110,10 +110,9 @@ def make_spec(algo: str, env: str, timesteps: int | None = None, seed: int = 0, 
         raise ConfigError(f"env_backend 'torch' needs an array-batched env ({', '.join(BATCHED_ENVS)}); "
                           f"{env_id} steps in a Python loop, so use 'numpy'")
     preset = get_preset(algo_cls.name, env_id)
-    config = apply_overrides(algo_cls.Config(), preset.config, algo_cls.name)
-    config = apply_overrides(config, overrides, algo_cls.name)
-    user = {k: v for k, v in dataclasses.asdict(config).items()
-            if v != dataclasses.asdict(apply_overrides(algo_cls.Config(), preset.config))[k]}
+    preset_config = dataclasses.asdict(apply_overrides(algo_cls.Config(), preset.config, algo_cls.name))
+    config = dataclasses.asdict(apply_overrides(algo_cls.Config(**preset_config), overrides, algo_cls.name))
+    user = {k: v for k, v in config.items() if v != preset_config[k]}  # what the user changed, for `command`
     timesteps = preset.timesteps if timesteps is None else int(timesteps)
     if timesteps < 1:
         raise ConfigError(f"timesteps must be >= 1, got {timesteps}")
@@ -124,7 +123,7 @@ def make_spec(algo: str, env: str, timesteps: int | None = None, seed: int = 0, 
         eval_every=eval_every if eval_every is not None else max(1000, timesteps // 20),
         eval_episodes=eval_episodes, stop_at_return=stop_at_return,
         checkpoint_every=checkpoint_every if checkpoint_every is not None else max(10_000, timesteps // 10),
-        torch_threads=torch_threads, env_backend=env_backend, config=dataclasses.asdict(config), overrides=user,
+        torch_threads=torch_threads, env_backend=env_backend, config=config, overrides=user,
         preset_source=preset.source,
     )
 
@@ -137,7 +136,7 @@ class Trainer:
         self.spec, self.run_dir, self.device = spec, run_dir, device
         self.progress, self.should_stop, self.on_record = progress, should_stop, on_record
         algo_cls = ALGOS[spec.algo]
-        self.config = algo_cls.Config(**{k: tuple(v) if isinstance(v, list) else v for k, v in spec.config.items()})
+        self.config = apply_overrides(algo_cls.Config(), spec.config, spec.algo)
         torch.manual_seed(spec.seed)
         np.random.seed(spec.seed % 2**32)
         # Actions come from the policy's own action space, so the env need not re-check them (a sync on GPU).
@@ -390,7 +389,7 @@ def load_policy(run_dir: str | Path, device: str = "cpu") -> tuple[RunSpec, torc
     torch_device = resolve_device(device, spec.torch_threads)
     state = load_checkpoint(Path(run_dir) / LAST_CHECKPOINT, torch_device)
     algo_cls = ALGOS[spec.algo]
-    config = algo_cls.Config(**{k: tuple(v) if isinstance(v, list) else v for k, v in spec.config.items()})
+    config = apply_overrides(algo_cls.Config(), spec.config, spec.algo)
     env = make_batched(spec.env, 1, seed=0)
     algo = algo_cls(env.observation_space.shape, env.action_space, config, torch_device, spec.seed)
     algo.load_state_dict(state["algo"])
