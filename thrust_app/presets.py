@@ -51,7 +51,8 @@ _add("ppo", _PENDULUM_IDS, Preset(200_000, {
 _add("a2c", _PENDULUM_IDS, Preset(200_000, {
     "n_envs": 8, "n_steps": 8, "gae_lambda": 0.9, "gamma": 0.9, "ent_coef": 0.0, "learning_rate": 7e-4,
     "normalize_advantage": False, "log_std_init": -1.0,
-}, "Thrust's own tuning (zoo's A2C Pendulum uses gSDE and normalize)"))
+}, "Thrust's own settings; they do not solve Pendulum (validation: about -1400): the zoo's A2C needs "
+   "observation/reward normalisation and gSDE, which Thrust lacks; use sac or ppo"))
 
 # The bandit: one-step episodes, so gamma does not matter; small budgets, frequent updates.
 _add("ppo", ("thrust/Bandit-v0",), Preset(4_000, {"n_envs": 8, "n_steps": 32, "batch_size": 64, "n_epochs": 4,
