@@ -199,23 +199,23 @@ def test_registry_lists_the_four_algorithms():
     assert list(ALGOS) == ["a2c", "ppo", "dqn", "sac"]
 
 
-def test_compiled_ppo_loss_equals_the_eager_one():
+def test_compiled_ppo_loss_and_gradients_equal_the_eager_ones():
     from thrust_app.algos import PPO
     from thrust_app.algos.ppo import ppo_loss
     from thrust_app.envs.core import Discrete
 
     agent = PPO((4,), Discrete(2), PPO.Config(compile=True), torch.device("cpu"), seed=0)
     g = torch.Generator().manual_seed(0)
-    batch = (torch.randn(64, 4, generator=g), torch.randint(0, 2, (64,), generator=g),
-             torch.randn(64, generator=g) * 0.1 - 0.7, torch.randn(64, generator=g), torch.randn(64, generator=g),
-             torch.tensor(0.2), True)
-    eager = ppo_loss(agent.net, *batch)
-    compiled = agent.loss_fn(agent.net, *batch)
+    args = (agent.net, torch.randn(64, 4, generator=g), torch.randint(0, 2, (64,), generator=g),
+            torch.randn(64, generator=g) * 0.1 - 0.7, torch.randn(64, generator=g), torch.randn(64, generator=g),
+            torch.tensor(0.2), True)
+    eager, compiled = ppo_loss(*args), agent.loss_fn(*args)
     for a, b in zip(eager, compiled):
         torch.testing.assert_close(a, b, atol=1e-5, rtol=1e-5)
     eager[0].backward()
     grads = [p.grad.clone() for p in agent.net.parameters() if p.grad is not None]
     agent.net.zero_grad()
     compiled[0].backward()
+    assert grads, "the loss reached no parameter"
     for want, p in zip(grads, [p for p in agent.net.parameters() if p.grad is not None]):
         torch.testing.assert_close(p.grad, want, atol=1e-5, rtol=1e-4)

@@ -32,20 +32,23 @@ class A2CConfig(AlgoConfig):
     log_std_init: float = param(0.0, "initial log std of the Gaussian policy (Box actions)")
 
 
+def a2c_loss(net: ActorCritic, obs: torch.Tensor, actions: torch.Tensor, adv: torch.Tensor, ret: torch.Tensor,
+             normalize_advantage: bool) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Policy-gradient loss, value loss and entropy of a whole rollout (flattened); a pure function."""
+    dist, values = net.dist_and_value(obs)
+    if normalize_advantage:
+        adv = (adv - adv.mean()) / (adv.std() + 1e-8)
+    policy_loss = -(adv * net.log_prob(dist, actions)).mean()
+    return policy_loss, nn.functional.mse_loss(values, ret), net.entropy(dist).mean()
+
+
 def a2c_update(net: ActorCritic, optimizer: torch.optim.Optimizer, rollout: Rollout, advantages: torch.Tensor,
                returns: torch.Tensor, c: A2CConfig) -> dict[str, float]:
     """One policy-gradient step on the whole rollout; returns the losses."""
-    dist, values = net.dist_and_value(rollout.obs.flatten(0, 1))
-    log_probs = net.log_prob(dist, rollout.actions.flatten(0, 1))
-    adv = advantages.flatten()
-    if c.normalize_advantage:
-        adv = (adv - adv.mean()) / (adv.std() + 1e-8)
-    policy_loss = -(adv * log_probs).mean()
-    value_loss = nn.functional.mse_loss(values, returns.flatten())
-    entropy = net.entropy(dist).mean()
-    optimize_actor_critic(net, optimizer, policy_loss, value_loss, entropy, c.vf_coef, c.ent_coef, c.max_grad_norm)
-    stats = torch.stack([policy_loss, value_loss, entropy]).detach().tolist()
-    return dict(zip(("policy_loss", "value_loss", "entropy"), stats))
+    losses = a2c_loss(net, rollout.obs.flatten(0, 1), rollout.actions.flatten(0, 1), advantages.flatten(),
+                     returns.flatten(), c.normalize_advantage)
+    optimize_actor_critic(net, optimizer, *losses, c.vf_coef, c.ent_coef, c.max_grad_norm)
+    return dict(zip(("policy_loss", "value_loss", "entropy"), torch.stack(losses).detach().tolist()))
 
 
 class A2C(OnPolicyAlgorithm):

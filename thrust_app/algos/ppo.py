@@ -33,8 +33,8 @@ class PPOConfig(AlgoConfig):
     target_kl: float = param(0.0, "stop the epochs early when the approximate KL exceeds this (0 = never)")
     activation: Literal["tanh", "relu"] = param("tanh", "MLP activation")
     log_std_init: float = param(0.0, "initial log std of the Gaussian policy (Box actions)")
-    compile: bool = param(False, "compile the loss with torch.compile: ~40% faster minibatch updates on a CPU, "
-                                 "after a compile of ~15 s (worth it for long runs)")
+    compile: bool = param(False, "compile the loss with torch.compile: 1.3x env-steps/s on CartPole here "
+                                 "after a compile of a few seconds (A2C and DQN gained nothing, so only PPO offers it)")
 
 
 def ppo_loss(net: ActorCritic, obs: torch.Tensor, actions: torch.Tensor, old_log_probs: torch.Tensor,
@@ -88,6 +88,7 @@ class PPO(OnPolicyAlgorithm):
 
     def __init__(self, obs_shape, action_space, config: PPOConfig, device, seed) -> None:
         super().__init__(obs_shape, action_space, config, device, seed)
+        # dynamic=False: every minibatch has the same shape, so one compiled graph serves the whole run
         self.loss_fn = torch.compile(ppo_loss, dynamic=False) if config.compile else ppo_loss
 
     def make_optimizer(self) -> torch.optim.Optimizer:
