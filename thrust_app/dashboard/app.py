@@ -182,6 +182,17 @@ def curves(train: list[dict], evals: list[dict]) -> tuple[pd.DataFrame, pd.DataF
     return returns, ev, losses
 
 
+def solved_step(info: jobs.RunInfo, evals: list[dict]) -> int | None:
+    """The summary's solved step, or while training the first evaluation at the env's threshold."""
+    if info.summary:
+        return info.summary.get("solved_at_step")
+    from thrust_app.trainer import SOLVED_AT
+
+    threshold = info.config.get("stop_at_return")
+    threshold = SOLVED_AT.get(info.config.get("env")) if threshold is None else threshold
+    return next((e["step"] for e in evals if threshold is not None and e["eval_mean"] >= threshold), None)
+
+
 def return_chart(returns: pd.DataFrame, ev: pd.DataFrame) -> alt.Chart | None:
     layers = []
     if not returns.empty:
@@ -211,7 +222,7 @@ def live_panel(info_name: str) -> None:
     cols = st.columns(4)
     cols[0].metric("Algorithm / env", f"{info.config['algo']} · {info.config['env'].split('/')[-1]}")
     cols[1].metric("Last eval", f"{evals[-1]['eval_mean']:.3g}" if evals else "–")
-    cols[2].metric("Solved at step", f"{s['solved_at_step']:,}" if s.get("solved_at_step") else "–")
+    cols[2].metric("Solved at step", f"{solved_step(info, evals):,}" if solved_step(info, evals) else "–")
     cols[3].metric("Device", s.get("device", info.config.get("device", "–")))
     returns, ev, losses = curves(train, evals)
     chart = return_chart(returns, ev)
