@@ -104,7 +104,10 @@ class DQN(OffPolicyAlgorithm):
         loss.backward()
         nn.utils.clip_grad_norm_(self.q_net.parameters(), c.max_grad_norm)
         self.optimizer.step()
-        return {"q_loss": loss.detach(), "epsilon": torch.tensor(self.epsilon())}
+        return {"q_loss": loss.detach()}
+
+    def extra_stats(self) -> dict[str, float]:
+        return {"epsilon": self.epsilon()}
 
     def after_env_step(self) -> None:
         if self.num_timesteps - self._last_target_update >= self.config.target_update_interval:

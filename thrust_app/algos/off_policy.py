@@ -64,11 +64,15 @@ class OffPolicyAlgorithm(Algorithm):
             for _ in range(c.gradient_steps):
                 for key, value in self.train_step().items():
                     totals[key] = totals.get(key, 0.0) + value
-            stats = {k: float(v) / c.gradient_steps for k, v in totals.items()}
+            stats = {k: float(v) / c.gradient_steps for k, v in totals.items()} | self.extra_stats()
         return Iteration(obs, c.train_freq * env.num_envs, returns, lengths, stats)
 
     def after_env_step(self) -> None:
         """Hook run after every vec-env step (DQN updates its target net here)."""
+
+    def extra_stats(self) -> dict[str, float]:
+        """Values to log once per iteration besides the losses (DQN's epsilon)."""
+        return {}
 
 
 def polyak(target: torch.nn.Module, source: torch.nn.Module, tau: float) -> None:
