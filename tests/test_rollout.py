@@ -31,9 +31,9 @@ class ConstantValue(ActorCritic):
     def value(self, obs):
         return torch.full(obs.shape[:1], 100.0)
 
-    def dist_and_value(self, obs):
-        dist, _ = super().dist_and_value(obs)
-        return dist, self.value(obs)
+    def sample(self, obs):
+        action, log_prob, _ = super().sample(obs)
+        return action, log_prob, self.value(obs)
 
 
 def rollout_of(env_name, n_steps):

@@ -199,23 +199,71 @@ def test_registry_lists_the_four_algorithms():
     assert list(ALGOS) == ["a2c", "ppo", "dqn", "sac"]
 
 
-def test_compiled_ppo_loss_and_gradients_equal_the_eager_ones():
-    from thrust_app.algos import PPO
-    from thrust_app.algos.ppo import ppo_loss
-    from thrust_app.envs.core import Discrete
+def reference_losses(algo, net, obs, actions, old_log_probs, adv, ret, config):
+    """PPO's and A2C's losses written the plain autograd way (SB3's formulas), as the reference."""
+    dist, values = net.dist_and_value(obs)
+    log_prob, entropy = net.log_prob(dist, actions), net.entropy(dist).mean()
+    if config.normalize_advantage:
+        adv = (adv - adv.mean()) / (adv.std() + 1e-8)
+    if algo == "ppo":
+        ratio = (log_prob - old_log_probs).exp()
+        policy_loss = -torch.min(adv * ratio, adv * ratio.clamp(0.8, 1.2)).mean()
+    else:
+        policy_loss = -(adv * log_prob).mean()
+    value_loss = torch.nn.functional.mse_loss(values, ret)
+    return policy_loss, value_loss, entropy, policy_loss + config.vf_coef * value_loss - config.ent_coef * entropy
 
-    agent = PPO((4,), Discrete(2), PPO.Config(compile=True), torch.device("cpu"), seed=0)
+
+@pytest.mark.parametrize("algo, hidden, activation, space", [
+    ("ppo", (64, 64), "tanh", "discrete"), ("ppo", (32,), "relu", "discrete"), ("ppo", (16, 24, 8), "tanh", "box"),
+    ("a2c", (64, 64), "relu", "box"), ("a2c", (64, 64), "tanh", "discrete"), ("ppo", (), "relu", "image"),
+])
+def test_written_out_gradients_equal_autograds(algo, hidden, activation, space):
+    """ActorCritic.backward with PPO's / A2C's written-out loss gradients against autograd on the plain loss."""
+    from thrust_app.algos.a2c import A2CConfig, a2c_loss
+    from thrust_app.algos.ppo import PPOConfig, ppo_loss
+    from thrust_app.envs.core import Box, Discrete
+    from thrust_app.nets import ActorCritic
+
+    action_space = Box((-2.0, -1.0), (2.0, 1.0), (2,)) if space == "box" else Discrete(3)
+    obs_shape = (3, 5, 5) if space == "image" else (5,)
+    torch.manual_seed(0)
+    net = ActorCritic(obs_shape, action_space, hidden or (64,), activation)
     g = torch.Generator().manual_seed(0)
-    args = (agent.net, torch.randn(64, 4, generator=g), torch.randint(0, 2, (64,), generator=g),
-            torch.randn(64, generator=g) * 0.1 - 0.7, torch.randn(64, generator=g), torch.randn(64, generator=g),
-            torch.tensor(0.2), True)
-    eager, compiled = ppo_loss(*args), agent.loss_fn(*args)
-    for a, b in zip(eager, compiled):
-        torch.testing.assert_close(a, b, atol=1e-5, rtol=1e-5)
-    eager[0].backward()
-    grads = [p.grad.clone() for p in agent.net.parameters() if p.grad is not None]
-    agent.net.zero_grad()
-    compiled[0].backward()
-    assert grads, "the loss reached no parameter"
-    for want, p in zip(grads, [p for p in agent.net.parameters() if p.grad is not None]):
-        torch.testing.assert_close(p.grad, want, atol=1e-5, rtol=1e-4)
+    obs = torch.randn(64, *obs_shape, generator=g) * 2
+    actions = torch.randn(64, 2, generator=g) if space == "box" else torch.randint(0, 3, (64,), generator=g)
+    old_log_probs, adv, ret = torch.randn(64, generator=g) * 0.3 - 1.0, torch.randn(64, generator=g), torch.randn(64, generator=g)
+    if algo == "ppo":
+        config = PPOConfig(ent_coef=0.01, vf_coef=0.7)
+        loss_fn = lambda lp, ent, v: ppo_loss(lp, ent, v, old_log_probs, adv, ret, 0.2, config)  # noqa: E731
+    else:
+        config = A2CConfig(ent_coef=0.01, vf_coef=0.7, normalize_advantage=True)
+        loss_fn = lambda lp, ent, v: a2c_loss(lp, ent, v, adv, ret, config)  # noqa: E731
+
+    *want_losses, total = reference_losses(algo, net, obs, actions, old_log_probs, adv, ret, config)
+    total.backward()
+    want = {name: p.grad.clone() for name, p in net.named_parameters()}
+    got_losses = net.backward(obs, actions, loss_fn)
+    for got, expected in zip(got_losses, want_losses):
+        torch.testing.assert_close(got, expected.detach(), atol=1e-6, rtol=1e-5)
+    for name, p in net.named_parameters():
+        assert p.grad is not None and p.grad.abs().sum() > 0, name
+        torch.testing.assert_close(p.grad, want[name], atol=2e-6, rtol=1e-4, msg=name)
+
+
+def test_rollout_sampling_draws_from_the_policy():
+    """The Gumbel-max sampler behind rollouts: frequencies match the softmax, log-probs match Categorical."""
+    from thrust_app.envs.core import Discrete
+    from thrust_app.nets import ActorCritic
+
+    torch.manual_seed(0)
+    net = ActorCritic((4,), Discrete(3))
+    with torch.no_grad():
+        net.pi_head.bias.copy_(torch.tensor([0.0, 1.0, -1.0]))
+    obs = torch.zeros(20_000, 4)
+    actions, log_probs, values = net.sample(obs)
+    dist, want_values = net.dist_and_value(obs)
+    freq = torch.bincount(actions, minlength=3) / actions.shape[0]
+    torch.testing.assert_close(freq, dist.probs[0].detach(), atol=0.015, rtol=0)
+    torch.testing.assert_close(log_probs, dist.log_prob(actions).detach(), atol=1e-5, rtol=0)
+    torch.testing.assert_close(values, want_values.detach(), atol=1e-5, rtol=0)

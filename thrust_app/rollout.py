@@ -38,8 +38,7 @@ def collect_rollout(env: VecEnv, io: EnvIO, obs: torch.Tensor, policy: ActorCrit
     buf: dict[str, list[torch.Tensor]] = {k: [] for k in ("obs", "actions", "log_probs", "values", "rewards", "dones")}
     ended, ended_returns, ended_lengths = [], [], []
     for _ in range(n_steps):
-        dist, value = policy.dist_and_value(obs)
-        action = dist.sample()
+        action, log_prob, value = policy.sample(obs)
         out = io.step(env, policy.env_action(action))
         reward = out.reward
         bootstrap = out.truncated & ~out.terminated
@@ -48,7 +47,7 @@ def collect_rollout(env: VecEnv, io: EnvIO, obs: torch.Tensor, policy: ActorCrit
         if io.env_on_device(env) or bool(bootstrap.any()):
             reward = reward + gamma * bootstrap * policy.value(out.final_obs)
         done = out.terminated | out.truncated
-        for key, item in (("obs", obs), ("actions", action), ("log_probs", policy.log_prob(dist, action)),
+        for key, item in (("obs", obs), ("actions", action), ("log_probs", log_prob),
                           ("values", value), ("rewards", reward), ("dones", done.float())):
             buf[key].append(item)
         ended.append(done)

@@ -32,23 +32,29 @@ class A2CConfig(AlgoConfig):
     log_std_init: float = param(0.0, "initial log std of the Gaussian policy (Box actions)")
 
 
-def a2c_loss(net: ActorCritic, obs: torch.Tensor, actions: torch.Tensor, adv: torch.Tensor, ret: torch.Tensor,
-             normalize_advantage: bool) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """Policy-gradient loss, value loss and entropy of a whole rollout (flattened); a pure function."""
-    dist, values = net.dist_and_value(obs)
-    if normalize_advantage:
+def a2c_loss(log_prob: torch.Tensor, entropy: torch.Tensor, values: torch.Tensor, adv: torch.Tensor, ret: torch.Tensor,
+             c: A2CConfig) -> tuple[tuple[torch.Tensor, ...], tuple[torch.Tensor, float, torch.Tensor]]:
+    """A2C's loss on a whole rollout (flattened), a pure function of the policy's per-sample log-probs,
+    entropies and values: policy_loss + vf_coef * value_loss - ent_coef * entropy.
+
+    Returns the losses to log (policy, value, entropy) and the loss's gradient with respect to
+    log_prob, entropy and values, written out (tests hold it equal to autograd's)."""
+    n = log_prob.shape[0]
+    if c.normalize_advantage:
         adv = (adv - adv.mean()) / (adv.std() + 1e-8)
-    policy_loss = -(adv * net.log_prob(dist, actions)).mean()
-    return policy_loss, nn.functional.mse_loss(values, ret), net.entropy(dist).mean()
+    value_error = values - ret
+    losses = (-(adv * log_prob).mean(), value_error.square().mean(), entropy.mean())
+    return losses, (adv * (-1.0 / n), -c.ent_coef / n, value_error * (2.0 * c.vf_coef / n))
 
 
 def a2c_update(net: ActorCritic, optimizer: torch.optim.Optimizer, rollout: Rollout, advantages: torch.Tensor,
                returns: torch.Tensor, c: A2CConfig) -> dict[str, float]:
     """One policy-gradient step on the whole rollout; returns the losses."""
-    losses = a2c_loss(net, rollout.obs.flatten(0, 1), rollout.actions.flatten(0, 1), advantages.flatten(),
-                     returns.flatten(), c.normalize_advantage)
-    optimize_actor_critic(net, optimizer, *losses, c.vf_coef, c.ent_coef, c.max_grad_norm)
-    return dict(zip(("policy_loss", "value_loss", "entropy"), torch.stack(losses).detach().tolist()))
+    adv, ret = advantages.flatten(), returns.flatten()
+    losses = optimize_actor_critic(
+        net, optimizer, rollout.obs.flatten(0, 1), rollout.actions.flatten(0, 1), c.max_grad_norm,
+        lambda log_prob, entropy, values: a2c_loss(log_prob, entropy, values, adv, ret, c))
+    return dict(zip(("policy_loss", "value_loss", "entropy"), torch.stack(losses).tolist()))
 
 
 class A2C(OnPolicyAlgorithm):

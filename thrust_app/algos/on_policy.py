@@ -8,20 +8,19 @@ import torch
 from torch import nn
 
 from ..config import schedule
-from ..nets import ActorCritic
+from ..nets import ActorCritic, ActorCriticLoss
 from ..rollout import Rollout, collect_rollout, compute_gae
-from .base import Algorithm, Iteration, set_learning_rate
+from .base import Algorithm, Iteration, clip_grad_norm, set_learning_rate
 
 
-def optimize_actor_critic(net: ActorCritic, optimizer: torch.optim.Optimizer, policy_loss: torch.Tensor,
-                          value_loss: torch.Tensor, entropy: torch.Tensor, vf_coef: float, ent_coef: float,
-                          max_grad_norm: float) -> None:
-    """One optimizer step on policy loss + vf_coef * value loss - ent_coef * entropy, gradients clipped."""
-    loss = policy_loss + vf_coef * value_loss - ent_coef * entropy
-    optimizer.zero_grad(set_to_none=True)
-    loss.backward()
-    nn.utils.clip_grad_norm_(net.parameters(), max_grad_norm)
+def optimize_actor_critic(net: ActorCritic, optimizer: torch.optim.Optimizer, obs: torch.Tensor, actions: torch.Tensor,
+                          max_grad_norm: float, loss_fn: ActorCriticLoss) -> tuple[torch.Tensor, ...]:
+    """One optimizer step on the loss `loss_fn` describes (see `ActorCritic.backward`), gradients
+    clipped to `max_grad_norm`; returns the losses it reports."""
+    losses = net.backward(obs, actions, loss_fn)
+    clip_grad_norm(list(net.parameters()), max_grad_norm)
     optimizer.step()
+    return losses
 
 
 class OnPolicyAlgorithm(Algorithm):

@@ -33,37 +33,37 @@ class PPOConfig(AlgoConfig):
     target_kl: float = param(0.0, "stop the epochs early when the approximate KL exceeds this (0 = never)")
     activation: Literal["tanh", "relu"] = param("tanh", "MLP activation")
     log_std_init: float = param(0.0, "initial log std of the Gaussian policy (Box actions)")
-    compile: bool = param(False, "compile the loss with torch.compile: 1.3x env-steps/s on CartPole here "
-                                 "after a compile of a few seconds (A2C and DQN gained nothing, so only PPO offers it)")
 
 
-def ppo_loss(net: ActorCritic, obs: torch.Tensor, actions: torch.Tensor, old_log_probs: torch.Tensor,
-             adv: torch.Tensor, ret: torch.Tensor, clip: torch.Tensor, normalize_advantage: bool
-             ) -> tuple[torch.Tensor, ...]:
-    """Clipped-surrogate policy loss, value loss, entropy, and (detached) approx KL and clip fraction
-    of one minibatch. A pure function of its inputs, so `torch.compile` can fuse it whole."""
-    dist, values = net.dist_and_value(obs)
-    log_ratio = net.log_prob(dist, actions) - old_log_probs
-    if normalize_advantage and adv.shape[0] > 1:
+def ppo_loss(log_prob: torch.Tensor, entropy: torch.Tensor, values: torch.Tensor, old_log_probs: torch.Tensor,
+             adv: torch.Tensor, ret: torch.Tensor, clip: float, c: PPOConfig
+             ) -> tuple[tuple[torch.Tensor, ...], tuple[torch.Tensor, float, torch.Tensor]]:
+    """PPO's loss on one minibatch, a pure function of the policy's per-sample log-probs, entropies and
+    values: policy_loss + vf_coef * value_loss - ent_coef * entropy.
+
+    Returns the losses to log (policy, value, entropy, approx KL, clip fraction) and the loss's gradient
+    with respect to log_prob, entropy and values, written out (tests hold it equal to autograd's)."""
+    n = log_prob.shape[0]
+    log_ratio = log_prob - old_log_probs
+    if c.normalize_advantage and n > 1:
         adv = (adv - adv.mean()) / (adv.std() + 1e-8)
     ratio = log_ratio.exp()
-    policy_loss = -torch.min(adv * ratio, adv * ratio.clamp(1 - clip, 1 + clip)).mean()
-    value_loss = nn.functional.mse_loss(values, ret)
-    entropy = net.entropy(dist).mean()
-    with torch.no_grad():
-        approx_kl = ((ratio - 1) - log_ratio).mean()
-        clip_frac = ((ratio - 1).abs() > clip).float().mean()
-    return policy_loss, value_loss, entropy, approx_kl, clip_frac
+    surrogate, clipped = adv * ratio, adv * ratio.clamp(1 - clip, 1 + clip)
+    unclipped = surrogate <= clipped  # where the min is the unclipped term; only there does the ratio get a gradient
+    policy_loss = -torch.minimum(surrogate, clipped).mean()
+    value_error = values - ret
+    losses = (policy_loss, value_error.square().mean(), entropy.mean(),
+              ((ratio - 1) - log_ratio).mean(), ((ratio - 1).abs() > clip).float().mean())
+    grads = (surrogate * unclipped * (-1.0 / n), -c.ent_coef / n, value_error * (2.0 * c.vf_coef / n))
+    return losses, grads
 
 
 def ppo_update(net: ActorCritic, optimizer: torch.optim.Optimizer, rollout: Rollout, advantages: torch.Tensor,
-               returns: torch.Tensor, clip: float, c: PPOConfig, generator: torch.Generator,
-               loss_fn=ppo_loss) -> dict[str, float]:
+               returns: torch.Tensor, clip: float, c: PPOConfig, generator: torch.Generator) -> dict[str, float]:
     """n_epochs of clipped-surrogate minibatch updates on one rollout; returns mean losses."""
     obs = rollout.obs.flatten(0, 1)
     actions = rollout.actions.flatten(0, 1)
     old_log_probs, adv, ret = rollout.log_probs.flatten(), advantages.flatten(), returns.flatten()
-    clip_t = torch.tensor(clip, device=obs.device)  # a tensor, so a scheduled clip never recompiles
     n = obs.shape[0]
     totals = torch.zeros(5, device=obs.device)
     updates = 0
@@ -71,10 +71,11 @@ def ppo_update(net: ActorCritic, optimizer: torch.optim.Optimizer, rollout: Roll
         order = torch.randperm(n, generator=generator, device=obs.device)
         for start in range(0, n, c.batch_size):
             idx = order[start : start + c.batch_size]
-            losses = loss_fn(net, obs[idx], actions[idx], old_log_probs[idx], adv[idx], ret[idx], clip_t,
-                             c.normalize_advantage)
-            optimize_actor_critic(net, optimizer, *losses[:3], c.vf_coef, c.ent_coef, c.max_grad_norm)
-            totals += torch.stack(losses).detach()
+            losses = optimize_actor_critic(
+                net, optimizer, obs[idx], actions[idx], c.max_grad_norm,
+                lambda log_prob, entropy, values: ppo_loss(log_prob, entropy, values, old_log_probs[idx], adv[idx],
+                                                           ret[idx], clip, c))
+            totals += torch.stack(losses)
             updates += 1
         if c.target_kl and float(losses[3]) > 1.5 * c.target_kl:
             break
@@ -86,15 +87,9 @@ class PPO(OnPolicyAlgorithm):
     name = "ppo"
     Config = PPOConfig
 
-    def __init__(self, obs_shape, action_space, config: PPOConfig, device, seed) -> None:
-        super().__init__(obs_shape, action_space, config, device, seed)
-        # dynamic=False: every minibatch has the same shape, so one compiled graph serves the whole run
-        self.loss_fn = torch.compile(ppo_loss, dynamic=False) if config.compile else ppo_loss
-
     def make_optimizer(self) -> torch.optim.Optimizer:
         return torch.optim.Adam(self.net.parameters(), lr=self.config.learning_rate, eps=1e-5, fused=True)
 
     def update(self, rollout, advantages, returns, progress_remaining) -> dict[str, float]:
         clip = schedule(self.config.clip_range, self.config.clip_schedule, progress_remaining)
-        return ppo_update(self.net, self.optimizer, rollout, advantages, returns, clip, self.config, self.generator,
-                          self.loss_fn)
+        return ppo_update(self.net, self.optimizer, rollout, advantages, returns, clip, self.config, self.generator)
