@@ -67,13 +67,12 @@ def collect_rollout(env: VecEnv, io: EnvIO, obs: torch.Tensor, policy: ActorCrit
 def compute_gae(rewards: torch.Tensor, values: torch.Tensor, dones: torch.Tensor, last_values: torch.Tensor,
                 gamma: float, gae_lambda: float) -> tuple[torch.Tensor, torch.Tensor]:
     """Generalised advantage estimates and returns (T, N) from a rollout's rewards, values and ends."""
-    advantages = torch.zeros_like(rewards)
+    not_done = 1.0 - dones
+    next_values = torch.cat([values[1:], last_values.unsqueeze(0)])
+    deltas = rewards + gamma * next_values * not_done - values  # every step's TD error at once
+    decay = (gamma * gae_lambda) * not_done
+    advantages = torch.empty_like(rewards)
     running = torch.zeros_like(last_values)
-    next_values = last_values
-    for t in reversed(range(rewards.shape[0])):
-        not_done = 1.0 - dones[t]
-        delta = rewards[t] + gamma * next_values * not_done - values[t]
-        running = delta + gamma * gae_lambda * not_done * running
-        advantages[t] = running
-        next_values = values[t]
+    for t in reversed(range(rewards.shape[0])):  # the recurrence itself is sequential: one op per step
+        running = torch.addcmul(deltas[t], decay[t], running, out=advantages[t])
     return advantages, advantages + values
