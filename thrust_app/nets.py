@@ -151,8 +151,8 @@ class TwinTowers(nn.Module):
     def run(self, obs: torch.Tensor) -> list[torch.Tensor]:
         """Every layer's output without autograd: [input (B, in), first layer (B, 2h), (2, B, h), ...];
         the last, viewed tower-major as `features(outputs)`, holds (policy, value) features."""
-        x = obs.flatten(1)
-        outputs = [x, activate_(torch.addmm(self.first.bias, x, self.first.weight.T), self.activation)]
+        x, first = obs.flatten(1), self.first
+        outputs = [x, activate_(torch.addmm(first.bias, x, first.weight.T), self.activation)]
         x = self._tower_major(outputs[-1])
         for w, b in zip(self.weights, self.biases):
             x = activate_(torch.baddbmm(b, x, w), self.activation)
@@ -166,16 +166,19 @@ class TwinTowers(nn.Module):
     @torch.no_grad()
     def backprop(self, outputs: list[torch.Tensor], grad: torch.Tensor) -> None:
         """Set every parameter's `.grad` from `run`'s outputs and the (2, B, h) gradient at the features."""
-        for i in reversed(range(len(self.weights))):
+        layers = list(zip(self.weights, self.biases))
+        for i in reversed(range(len(layers))):
+            w, b = layers[i]
             grad = activation_backward(grad, outputs[i + 2], self.activation)
             x_in = self._tower_major(outputs[1]) if i == 0 else outputs[i + 1]
-            self.weights[i].grad = torch.bmm(x_in.transpose(1, 2), grad)
-            self.biases[i].grad = grad.sum(1, keepdim=True)
-            grad = torch.bmm(grad, self.weights[i].transpose(1, 2))
+            w.grad = torch.bmm(x_in.transpose(1, 2), grad)
+            b.grad = grad.sum(1, keepdim=True)
+            grad = torch.bmm(grad, w.transpose(1, 2))
         grad = grad.transpose(0, 1).reshape(outputs[1].shape)  # back to the first layer's side-by-side layout
         grad = activation_backward(grad, outputs[1], self.activation)
-        self.first.weight.grad = grad.T @ outputs[0]
-        self.first.bias.grad = grad.sum(0)
+        first = self.first
+        first.weight.grad = grad.T @ outputs[0]
+        first.bias.grad = grad.sum(0)
 
     def policy_features(self, obs: torch.Tensor) -> torch.Tensor:
         """The policy tower alone (acting and export need no value)."""
@@ -271,6 +274,10 @@ class ActorCritic(BoundsMixin, nn.Module):
     def dist_and_value(self, obs: torch.Tensor) -> tuple[torch.distributions.Distribution, torch.Tensor]:
         return self._heads(*self._features(obs))
 
+    def _head_params(self) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+        pi, vf = self.pi_head, self.vf_head
+        return pi.weight, pi.bias, vf.weight, vf.bias
+
     @torch.no_grad()
     def sample(self, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """A sampled action, its log-probability and the value of `obs`: what a rollout records per step."""
@@ -278,9 +285,10 @@ class ActorCritic(BoundsMixin, nn.Module):
             dist, value = self.dist_and_value(obs)
             action = dist.sample()
             return action, self.log_prob(dist, action), value
+        pi_w, pi_b, vf_w, vf_b = self._head_params()
         features = self.towers.features(self.towers.run(obs))
-        value = torch.addmm(self.vf_head.bias, features[1], self.vf_head.weight.T).squeeze(-1)
-        out = torch.addmm(self.pi_head.bias, features[0], self.pi_head.weight.T)
+        value = torch.addmm(vf_b, features[1], vf_w.T).squeeze(-1)
+        out = torch.addmm(pi_b, features[0], pi_w.T)
         if not self.discrete:
             dist = Normal(out, self.log_std.exp().expand_as(out), validate_args=False)
             action = dist.sample()
@@ -310,19 +318,19 @@ class ActorCritic(BoundsMixin, nn.Module):
             torch.autograd.backward([log_prob, entropy, values],
                                     [g_log_prob, torch.full_like(entropy, g_entropy), g_values])
             return losses
-        outputs = self.towers.run(obs)
-        features = self.towers.features(outputs)
+        towers, pi_w, pi_b, vf_w, vf_b = self.towers, *self._head_params()
+        outputs = towers.run(obs)
+        features = towers.features(outputs)
         with torch.no_grad():
-            out = torch.addmm(self.pi_head.bias, features[0], self.pi_head.weight.T)
-            values = torch.addmm(self.vf_head.bias, features[1], self.vf_head.weight.T).squeeze(-1)
+            out = torch.addmm(pi_b, features[0], pi_w.T)
+            values = torch.addmm(vf_b, features[1], vf_w.T).squeeze(-1)
             log_prob, entropy, saved = self._dist_stats(out, actions)
             losses, (g_log_prob, g_entropy, g_values) = loss_fn(log_prob, entropy, values)
             g_out = self._dist_backward(saved, actions, entropy, g_log_prob, g_entropy)
             g_values = g_values.unsqueeze(-1)
-            for head, g, x in ((self.pi_head, g_out, features[0]), (self.vf_head, g_values, features[1])):
-                head.weight.grad = g.T @ x
-                head.bias.grad = g.sum(0)
-            self.towers.backprop(outputs, torch.stack([g_out @ self.pi_head.weight, g_values @ self.vf_head.weight]))
+            pi_w.grad, pi_b.grad = g_out.T @ features[0], g_out.sum(0)
+            vf_w.grad, vf_b.grad = g_values.T @ features[1], g_values.sum(0)
+            towers.backprop(outputs, torch.stack([g_out @ pi_w, g_values @ vf_w]))
         return losses
 
     def _dist_stats(self, out: torch.Tensor, actions: torch.Tensor

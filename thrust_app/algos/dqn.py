@@ -15,7 +15,7 @@ from torch import nn
 from ..config import AlgoConfig, ConfigError, param, schedule
 from ..envs.core import Discrete
 from ..nets import QNetwork
-from .base import set_learning_rate
+from .base import clip_grad_norm, set_learning_rate
 from .off_policy import OffPolicyAlgorithm, polyak
 
 
@@ -102,7 +102,7 @@ class DQN(OffPolicyAlgorithm):
                         c.double_dqn)
         self.optimizer.zero_grad(set_to_none=True)
         loss.backward()
-        nn.utils.clip_grad_norm_(self.q_net.parameters(), c.max_grad_norm)
+        clip_grad_norm(list(self.q_net.parameters()), c.max_grad_norm)
         self.optimizer.step()
         return {"q_loss": loss.detach()}
 

@@ -18,7 +18,7 @@ def optimize_actor_critic(net: ActorCritic, optimizer: torch.optim.Optimizer, ob
     """One optimizer step on the loss `loss_fn` describes (see `ActorCritic.backward`), gradients
     clipped to `max_grad_norm`; returns the losses it reports."""
     losses = net.backward(obs, actions, loss_fn)
-    clip_grad_norm(list(net.parameters()), max_grad_norm)
+    clip_grad_norm([p for group in optimizer.param_groups for p in group["params"]], max_grad_norm)
     optimizer.step()
     return losses
 

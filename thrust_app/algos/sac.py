@@ -93,8 +93,11 @@ class SAC(OffPolicyAlgorithm):
         self.critic_opt.step()
 
         actor_loss = (alpha * log_prob - torch.min(*self.critic(obs, new_actions))).mean()
-        self.actor_opt.zero_grad(set_to_none=True)
-        actor_loss.backward()
+        # Gradients for the actor only: the critics' weight gradients would be two of the largest
+        # matmuls of the step, computed to be thrown away (SB3 computes them).
+        actor_params = list(self.actor.parameters())
+        for p, g in zip(actor_params, torch.autograd.grad(actor_loss, actor_params)):
+            p.grad = g
         self.actor_opt.step()
 
         polyak(self.critic_target, self.critic, c.tau)
