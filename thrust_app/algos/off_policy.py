@@ -78,7 +78,6 @@ class OffPolicyAlgorithm(Algorithm):
 def polyak(target: torch.nn.Module, source: torch.nn.Module, tau: float) -> None:
     """target <- tau * source + (1 - tau) * target, in place."""
     with torch.no_grad():
-        for t, s in zip(target.parameters(), source.parameters()):
-            t.lerp_(s, tau)
+        torch._foreach_lerp_(list(target.parameters()), list(source.parameters()), tau)
 
 
