@@ -8,6 +8,10 @@ once the mean reaches 475 (Pendulum: -200), or at the zoo's budget. Reported per
 env-steps/s with evaluation time excluded, and training seconds to solve; medians over seeds and
 the median of the per-seed Thrust/SB3 ratios.
 
+Runs that stop when solved have different lengths, and a run's speed changes along the way (DQN
+and SAC act at random before `learning_starts`, with no updates), so each seed's steps/s are taken
+over the same stretch on both sides: up to the last evaluation both runs reached.
+
     python benches/peers.py [--seeds 5] [--quick] [--json PATH] [--only ppo,dqn]
 
 Needs `pip install stable-baselines3` (with torch==2.13.0 installed first).
@@ -57,13 +61,15 @@ THRUST_OVERRIDES = {"dqn": {"double_dqn": False}}
 
 def run_thrust(algo: str, seed: int, budget: int, stop: bool) -> dict:
     env, _, threshold, _, _, _ = PAIRS[algo]
+    evals: list[tuple[int, float]] = []
+    on_record = lambda r: evals.append((r["step"], r["train_s"])) if r["kind"] == "eval" else None  # noqa: E731
     with TemporaryDirectory() as tmp:
         s = train(algo, env, timesteps=budget, seed=seed, device="cpu", run_dir=Path(tmp) / "run",
                   overrides=THRUST_OVERRIDES.get(algo),
                   eval_every=EVAL_EVERY, eval_episodes=EVAL_EPISODES, stop_at_return=threshold if stop else None,
-                  progress=False, log=lambda _: None)
+                  progress=False, log=lambda _: None, on_record=on_record)
     solved = s["status"] == "solved"
-    return {"steps": s["timesteps"], "train_s": s["train_s"], "sps": s["sps"],
+    return {"steps": s["timesteps"], "train_s": s["train_s"], "sps": s["sps"], "evals": evals,
             "solved_at_step": s["timesteps"] if solved else None, "solve_s": s["train_s"] if solved else None}
 
 
@@ -80,11 +86,13 @@ def run_sb3(algo: str, seed: int, budget: int, stop: bool) -> dict:
         def _on_training_start(self) -> None:
             self.start, self.eval_s, self.next_eval = time.perf_counter(), 0.0, EVAL_EVERY
             self.solved_at_step = self.solve_s = None
+            self.evals: list[tuple[int, float]] = []  # (step, training seconds so far) at each evaluation
 
         def _on_step(self) -> bool:
             if self.num_timesteps < self.next_eval:
                 return True
             t0 = time.perf_counter()
+            self.evals.append((self.num_timesteps, t0 - self.start - self.eval_s))
             act = lambda obs: self.model.predict(obs, deterministic=True)[0]  # noqa: E731
             mean = evaluate(act, gym_env, EVAL_EPISODES, seed + EVAL_SEED_OFFSET).mean
             self.eval_s += time.perf_counter() - t0
@@ -102,7 +110,16 @@ def run_sb3(algo: str, seed: int, budget: int, stop: bool) -> dict:
     model.learn(total_timesteps=budget, callback=callback)
     train_s = time.perf_counter() - start - callback.eval_s
     return {"steps": model.num_timesteps, "train_s": train_s, "sps": model.num_timesteps / train_s,
-            "solved_at_step": callback.solved_at_step, "solve_s": callback.solve_s}
+            "evals": callback.evals, "solved_at_step": callback.solved_at_step, "solve_s": callback.solve_s}
+
+
+def common_window_sps(thrust: dict, sb3: dict) -> tuple[float, float]:
+    """Each side's steps/s up to the last evaluation both runs reached (whole runs if either has none)."""
+    k = min(len(thrust["evals"]), len(sb3["evals"]))
+    if k == 0:
+        return thrust["sps"], sb3["sps"]
+    (t_steps, t_s), (b_steps, b_s) = thrust["evals"][k - 1], sb3["evals"][k - 1]
+    return t_steps / t_s, b_steps / b_s
 
 
 def median_or_none(values: list) -> float | None:
@@ -143,11 +160,12 @@ def summarize(runs: list[dict], algos: list[str], seeds: int) -> list[dict]:
         pairs = [(next(r for r in runs if (r["lib"], r["algo"], r["seed"]) == ("thrust", algo, s)),
                   next(r for r in runs if (r["lib"], r["algo"], r["seed"]) == ("sb3", algo, s))) for s in range(seeds)]
         solve_ratios = [t["solve_s"] / b["solve_s"] for t, b in pairs if t["solve_s"] and b["solve_s"]]
+        sps = [common_window_sps(t, b) for t, b in pairs]
         table.append({
             "algo": algo, "env": PAIRS[algo][1],
-            "thrust_sps": statistics.median(t["sps"] for t, _ in pairs),
-            "sb3_sps": statistics.median(b["sps"] for _, b in pairs),
-            "sps_ratio": statistics.median(t["sps"] / b["sps"] for t, b in pairs),
+            "thrust_sps": statistics.median(t for t, _ in sps),
+            "sb3_sps": statistics.median(b for _, b in sps),
+            "sps_ratio": statistics.median(t / b for t, b in sps),
             "thrust_solve_s": median_or_none([t["solve_s"] for t, _ in pairs]),
             "sb3_solve_s": median_or_none([b["solve_s"] for _, b in pairs]),
             "thrust_solved": sum(t["solve_s"] is not None for t, _ in pairs),

@@ -232,7 +232,8 @@ def test_written_out_gradients_equal_autograds(algo, hidden, activation, space):
     g = torch.Generator().manual_seed(0)
     obs = torch.randn(64, *obs_shape, generator=g) * 2
     actions = torch.randn(64, 2, generator=g) if space == "box" else torch.randint(0, 3, (64,), generator=g)
-    old_log_probs, adv, ret = torch.randn(64, generator=g) * 0.3 - 1.0, torch.randn(64, generator=g), torch.randn(64, generator=g)
+    old_log_probs = torch.randn(64, generator=g) * 0.3 - 1.0
+    adv, ret = torch.randn(64, generator=g), torch.randn(64, generator=g)
     if algo == "ppo":
         config = PPOConfig(ent_coef=0.01, vf_coef=0.7)
         loss_fn = lambda lp, ent, v: ppo_loss(lp, ent, v, old_log_probs, adv, ret, 0.2, config)  # noqa: E731

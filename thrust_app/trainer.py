@@ -204,7 +204,7 @@ class Trainer:
         result = evaluate(self.act, self.spec.env, self.spec.eval_episodes, self.spec.seed + EVAL_SEED_OFFSET)
         self.last_eval = result
         self.record({"kind": "eval", "step": self.algo.num_timesteps, "wall_s": round(self.wall_s, 3),
-                     **result.as_dict()})
+                     "train_s": round(self.train_s, 4), **result.as_dict()})
         if self.threshold is not None and self.solved_at_step is None and result.mean >= self.threshold:
             self.solved_at_step, self.solved_at_s = self.algo.num_timesteps, round(self.wall_s, 3)
         return result

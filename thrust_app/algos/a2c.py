@@ -9,7 +9,6 @@ from dataclasses import dataclass
 from typing import Literal
 
 import torch
-from torch import nn
 
 from ..config import AlgoConfig, param
 from ..nets import ActorCritic

@@ -5,7 +5,6 @@ from __future__ import annotations
 from abc import abstractmethod
 
 import torch
-from torch import nn
 
 from ..config import schedule
 from ..nets import ActorCritic, ActorCriticLoss

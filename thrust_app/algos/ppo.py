@@ -9,7 +9,6 @@ from dataclasses import dataclass
 from typing import Literal
 
 import torch
-from torch import nn
 
 from ..config import AlgoConfig, param, schedule
 from ..nets import ActorCritic
@@ -49,7 +48,7 @@ def ppo_loss(log_prob: torch.Tensor, entropy: torch.Tensor, values: torch.Tensor
         adv = (adv - adv.mean()) / (adv.std() + 1e-8)
     ratio = log_ratio.exp()
     surrogate, clipped = adv * ratio, adv * ratio.clamp(1 - clip, 1 + clip)
-    unclipped = surrogate <= clipped  # where the min is the unclipped term; only there does the ratio get a gradient
+    unclipped = surrogate <= clipped  # the min picks the unclipped term: only there does the ratio get a gradient
     policy_loss = -torch.minimum(surrogate, clipped).mean()
     value_error = values - ret
     losses = (policy_loss, value_error.square().mean(), entropy.mean(),
