@@ -87,13 +87,13 @@ class BoundsMixin:
 
 
 def activate_(z: torch.Tensor, activation: str) -> torch.Tensor:
-    """The activation applied in place, outside autograd. On a large tensor tanh is computed as
+    """The activation applied in place, outside autograd. On a large CPU tensor tanh is computed as
     2 * sigmoid(2z) - 1: the same function to within 2e-7, and about twice as fast as torch.tanh on an
     AVX2 CPU, where tanh is the costliest op of a small tanh MLP's update. A small tensor (acting for a
-    few envs) costs launches, not math, so it gets the one-op tanh."""
+    few envs) costs launches, not math, and so does any tensor on a GPU: those get the one-op tanh."""
     if activation == "relu":
         return z.relu_()
-    if z.numel() < 4096:
+    if z.numel() < 4096 or z.device.type != "cpu":
         return z.tanh_()
     return z.mul_(2.0).sigmoid_().mul_(2.0).sub_(1.0)
 
