@@ -321,44 +321,47 @@ class ActorCritic(BoundsMixin, nn.Module):
         towers, pi_w, pi_b, vf_w, vf_b = self.towers, *self._head_params()
         outputs = towers.run(obs)
         features = towers.features(outputs)
+        pi_features, vf_features = features.unbind(0)
         with torch.no_grad():
-            out = torch.addmm(pi_b, features[0], pi_w.T)
-            values = torch.addmm(vf_b, features[1], vf_w.T).squeeze(-1)
+            out = torch.addmm(pi_b, pi_features, pi_w.T)
+            values = torch.addmm(vf_b, vf_features, vf_w.T).squeeze(-1)
             log_prob, entropy, saved = self._dist_stats(out, actions)
             losses, (g_log_prob, g_entropy, g_values) = loss_fn(log_prob, entropy, values)
             g_out = self._dist_backward(saved, actions, entropy, g_log_prob, g_entropy)
             g_values = g_values.unsqueeze(-1)
-            pi_w.grad, pi_b.grad = g_out.T @ features[0], g_out.sum(0)
-            vf_w.grad, vf_b.grad = g_values.T @ features[1], g_values.sum(0)
+            pi_w.grad, pi_b.grad = g_out.T @ pi_features, g_out.sum(0)
+            vf_w.grad, vf_b.grad = g_values.T @ vf_features, g_values.sum(0)
             towers.backprop(outputs, torch.stack([g_out @ pi_w, g_values @ vf_w]))
         return losses
 
     def _dist_stats(self, out: torch.Tensor, actions: torch.Tensor
-                    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+                    ) -> tuple[torch.Tensor, torch.Tensor, tuple[torch.Tensor, ...]]:
         """Per-sample log-prob of `actions` and entropy of the policy whose head output is `out`, plus what
-        `_dist_backward` needs: the log-probabilities of every action (discrete) or the noise (Gaussian)."""
+        `_dist_backward` needs: the log-probabilities and probabilities of every action (discrete), or the
+        noise (Gaussian)."""
         if self.discrete:
             log_p = out.log_softmax(-1)
-            entropy = -(log_p.exp() * log_p).sum(-1)
-            return log_p.gather(-1, actions.unsqueeze(-1)).squeeze(-1), entropy, log_p
+            p = log_p.exp()
+            entropy = -(p * log_p).sum(-1)
+            return log_p.gather(-1, actions.unsqueeze(-1)).squeeze(-1), entropy, (log_p, p)
         noise = (actions - out) * (-self.log_std).exp()
         log_prob = (-0.5 * noise.square() - self.log_std - 0.5 * math.log(2 * math.pi)).sum(-1)
         entropy = (0.5 + 0.5 * math.log(2 * math.pi) + self.log_std).sum().expand(out.shape[0])
-        return log_prob, entropy, noise
+        return log_prob, entropy, (noise,)
 
-    def _dist_backward(self, saved: torch.Tensor, actions: torch.Tensor, entropy: torch.Tensor,
+    def _dist_backward(self, saved: tuple[torch.Tensor, ...], actions: torch.Tensor, entropy: torch.Tensor,
                        g_log_prob: torch.Tensor, g_entropy: float) -> torch.Tensor:
         """The gradient at the head output from those at the log-prob and entropy (Gaussian: also sets
         `log_std.grad`). Categorical: d log p_a / dz = onehot(a) - p, d H / dz = -p (log p + H).
         Gaussian: d log p / d mean = noise / std, d log p / d log_std = noise^2 - 1, d H / d log_std = 1."""
         if self.discrete:
-            log_p = saved
-            g = g_log_prob.unsqueeze(-1).expand_as(log_p)
+            log_p, p = saved
+            g = g_log_prob.unsqueeze(-1)
             if g_entropy:
                 g = g + g_entropy * (log_p + entropy.unsqueeze(-1))
-            g = -log_p.exp() * g
+            g = p * -g
             return g.scatter_add_(-1, actions.unsqueeze(-1), g_log_prob.unsqueeze(-1))
-        noise, g = saved, g_log_prob.unsqueeze(-1)
+        (noise,), g = saved, g_log_prob.unsqueeze(-1)
         self.log_std.grad = (g * (noise.square() - 1)).sum(0) + g_entropy * noise.shape[0]
         return g * noise * (-self.log_std).exp()
 

@@ -35,32 +35,25 @@ class Rollout:
 def collect_rollout(env: VecEnv, io: EnvIO, obs: torch.Tensor, policy: ActorCritic, n_steps: int,
                     gamma: float) -> tuple[Rollout, torch.Tensor]:
     """Run the policy for `n_steps` steps of every env; returns the rollout and the next observation."""
-    buf: dict[str, list[torch.Tensor]] = {k: [] for k in ("obs", "actions", "log_probs", "values", "rewards", "dones")}
-    ended, ended_returns, ended_lengths = [], [], []
+    keys = ("obs", "actions", "log_probs", "values", "rewards", "terminated", "truncated", "returns", "lengths")
+    buf: dict[str, list[torch.Tensor]] = {k: [] for k in keys}
     for _ in range(n_steps):
         action, log_prob, value = policy.sample(obs)
         out = io.step(env, policy.env_action(action))
         reward = out.reward
-        bootstrap = out.truncated & ~out.terminated
         # On a device, always computing the bootstrap values is cheaper than asking the host whether any
         # episode was truncated (a sync per step); on the host the question is free.
-        if io.env_on_device(env) or bool(bootstrap.any()):
-            reward = reward + gamma * bootstrap * policy.value(out.final_obs)
-        done = out.terminated | out.truncated
-        for key, item in (("obs", obs), ("actions", action), ("log_probs", log_prob),
-                          ("values", value), ("rewards", reward), ("dones", done.float())):
+        if io.env_on_device(env) or bool(out.truncated.any()):
+            reward = reward + gamma * (out.truncated & ~out.terminated) * policy.value(out.final_obs)
+        for key, item in zip(keys, (obs, action, log_prob, value, reward, out.terminated, out.truncated,
+                                    out.episode_return, out.episode_length)):
             buf[key].append(item)
-        ended.append(done)
-        ended_returns.append(out.episode_return)
-        ended_lengths.append(out.episode_length)
         obs = out.obs
-    mask = torch.stack(ended)
-    rollout = Rollout(
-        **{k: torch.stack(v) for k, v in buf.items()},
-        last_values=policy.value(obs),
-        episode_returns=torch.stack(ended_returns)[mask].tolist(),
-        episode_lengths=torch.stack(ended_lengths)[mask].tolist(),
-    )
+    steps = {k: torch.stack(v) for k, v in buf.items()}  # (T, N) each: one op per array, not per step
+    done = steps.pop("terminated") | steps.pop("truncated")
+    returns, lengths = steps.pop("returns"), steps.pop("lengths")
+    rollout = Rollout(**steps, dones=done.float(), last_values=policy.value(obs),
+                      episode_returns=returns[done].tolist(), episode_lengths=lengths[done].tolist())
     return rollout, obs
 
 

@@ -35,7 +35,8 @@ class EnvIO:
     def tensor(self, x: Any) -> torch.Tensor:
         if isinstance(x, torch.Tensor):
             return x.to(self.device, non_blocking=True)
-        return torch.from_numpy(np.ascontiguousarray(x)).to(self.device)
+        t = torch.from_numpy(np.ascontiguousarray(x))
+        return t if self.device.type == "cpu" else t.to(self.device)  # skip a no-op call per array per step
 
     def reset(self, env: VecEnv, seed: int | None = None) -> torch.Tensor:
         return self.tensor(env.reset(seed))

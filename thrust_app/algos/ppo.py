@@ -64,8 +64,7 @@ def ppo_update(net: ActorCritic, optimizer: torch.optim.Optimizer, rollout: Roll
     actions = rollout.actions.flatten(0, 1)
     old_log_probs, adv, ret = rollout.log_probs.flatten(), advantages.flatten(), returns.flatten()
     n = obs.shape[0]
-    totals = torch.zeros(5, device=obs.device)
-    updates = 0
+    logged: list[torch.Tensor] = []
     for _ in range(c.n_epochs):
         order = torch.randperm(n, generator=generator, device=obs.device)
         for start in range(0, n, c.batch_size):
@@ -74,12 +73,11 @@ def ppo_update(net: ActorCritic, optimizer: torch.optim.Optimizer, rollout: Roll
                 net, optimizer, obs[idx], actions[idx], c.max_grad_norm,
                 lambda log_prob, entropy, values: ppo_loss(log_prob, entropy, values, old_log_probs[idx], adv[idx],
                                                            ret[idx], clip, c))
-            totals += torch.stack(losses)
-            updates += 1
+            logged += losses
         if c.target_kl and float(losses[3]) > 1.5 * c.target_kl:
             break
     names = ("policy_loss", "value_loss", "entropy", "approx_kl", "clip_fraction")
-    return dict(zip(names, (totals / updates).tolist()))
+    return dict(zip(names, torch.stack(logged).view(-1, len(names)).mean(0).tolist()))  # one op, not one per update
 
 
 class PPO(OnPolicyAlgorithm):
