@@ -1,0 +1,65 @@
+"""How much of a DQN / SAC update is matmul arithmetic, and how much is everything else.
+
+Times one gradient step of the zoo presets (DQN: 64 samples, 256x256 Q-net; SAC: 256 samples,
+256x256 actor and critics) against the same matmul work done as plain no-grad forward passes of
+one of its networks: 4 for DQN (online forward, target forward, backward ~ 2 forwards) and 16 for
+SAC (2 actor and 6 critic forwards, the critic, actor-through-critic and actor backwards). The
+ratio bounds what any rewrite of the update could gain at the same hyperparameters on one thread.
+
+    python benches/update_floor.py [--rounds 5]
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from trainer_throughput import build  # noqa: E402
+
+#: algo -> (forward passes with the same matmul work as one update, batch size)
+WORK = {"dqn": (4, 64), "sac": (16, 256)}
+
+
+def best_ms(fn, calls: int, rounds: int) -> float:
+    for _ in range(3):
+        fn()
+    best = float("inf")
+    for _ in range(rounds):
+        start = time.perf_counter()
+        for _ in range(calls):
+            fn()
+        best = min(best, (time.perf_counter() - start) / calls)
+    return best * 1e3
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rounds", type=int, default=5)
+    args = parser.parse_args()
+    torch.set_num_threads(1)
+    for algo, (forwards, batch) in WORK.items():
+        agent, env, io, obs = build(algo, torch.device("cpu"), learning_starts=1)
+        while agent.buffer.size < 2048:
+            obs = agent.iteration(env, io, obs, 1.0).obs
+        net = agent.q_net if algo == "dqn" else agent.critic.qs[0]
+        first = next(m for m in net.modules() if isinstance(m, torch.nn.Linear))
+        x = torch.randn(batch, first.in_features)
+
+        @torch.no_grad()
+        def arithmetic() -> None:
+            for _ in range(forwards):
+                net(x)
+
+        calls = 100 if algo == "dqn" else 20
+        update, floor = best_ms(agent.train_step, calls, args.rounds), best_ms(arithmetic, calls, args.rounds)
+        print(f"{algo}: update {update:.2f} ms; its matmul work as {forwards} plain forwards {floor:.2f} ms "
+              f"({floor / update:.0%} of the update)")
+
+
+if __name__ == "__main__":
+    main()
