@@ -16,6 +16,7 @@ from torch import nn
 from torch.distributions import Categorical, Normal
 
 from .envs.core import Box, Discrete
+from .flat_params import FlatParameters
 
 ACTIVATIONS = {"tanh": nn.Tanh, "relu": nn.ReLU}
 
@@ -165,20 +166,21 @@ class TwinTowers(nn.Module):
 
     @torch.no_grad()
     def backprop(self, outputs: list[torch.Tensor], grad: torch.Tensor) -> None:
-        """Set every parameter's `.grad` from `run`'s outputs and the (2, B, h) gradient at the features."""
+        """Write every parameter's `.grad` (in place: they are views of the owner's flat gradient) from
+        `run`'s outputs and the (2, B, h) gradient at the features."""
         layers = list(zip(self.weights, self.biases))
         for i in reversed(range(len(layers))):
             w, b = layers[i]
             grad = activation_backward(grad, outputs[i + 2], self.activation)
             x_in = self._tower_major(outputs[1]) if i == 0 else outputs[i + 1]
-            w.grad = torch.bmm(x_in.transpose(1, 2), grad)
-            b.grad = grad.sum(1, keepdim=True)
+            torch.bmm(x_in.transpose(1, 2), grad, out=w.grad)
+            torch.sum(grad, 1, keepdim=True, out=b.grad)
             grad = torch.bmm(grad, w.transpose(1, 2))
         grad = grad.transpose(0, 1).reshape(outputs[1].shape)  # back to the first layer's side-by-side layout
         grad = activation_backward(grad, outputs[1], self.activation)
         first = self.first
-        first.weight.grad = grad.T @ outputs[0]
-        first.bias.grad = grad.sum(0)
+        torch.mm(grad.T, outputs[0], out=first.weight.grad)
+        torch.sum(grad, 0, out=first.bias.grad)
 
     def policy_features(self, obs: torch.Tensor) -> torch.Tensor:
         """The policy tower alone (acting and export need no value)."""
@@ -217,7 +219,7 @@ class ActingMLP(BoundsMixin, nn.Module):
         return torch.clamp(out, self.low, self.high)
 
 
-class ActorCritic(BoundsMixin, nn.Module):
+class ActorCritic(BoundsMixin, FlatParameters):
     """Policy and value for A2C and PPO.
 
     Vector observations get separate policy and value MLPs (SB3's default), computed together as
@@ -249,6 +251,7 @@ class ActorCritic(BoundsMixin, nn.Module):
         if not self.discrete:
             self._set_bounds(action_space)
             self.log_std = nn.Parameter(torch.full((n_out,), float(log_std_init)))
+        self.flatten_parameters()
 
     def _features(self, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         if self.shared:
@@ -310,8 +313,7 @@ class ActorCritic(BoundsMixin, nn.Module):
         than the math of a net this small; tests hold both paths equal to autograd on the plain loss.
         """
         if self.shared:
-            for p in self.parameters():
-                p.grad = None
+            self.zero_grad_()
             dist, values = self.dist_and_value(obs)
             log_prob, entropy = self.log_prob(dist, actions), self.entropy(dist)
             losses, (g_log_prob, g_entropy, g_values) = loss_fn(log_prob.detach(), entropy.detach(), values.detach())
@@ -329,8 +331,10 @@ class ActorCritic(BoundsMixin, nn.Module):
             losses, (g_log_prob, g_entropy, g_values) = loss_fn(log_prob, entropy, values)
             g_out = self._dist_backward(saved, actions, entropy, g_log_prob, g_entropy)
             g_values = g_values.unsqueeze(-1)
-            pi_w.grad, pi_b.grad = g_out.T @ pi_features, g_out.sum(0)
-            vf_w.grad, vf_b.grad = g_values.T @ vf_features, g_values.sum(0)
+            torch.mm(g_out.T, pi_features, out=pi_w.grad)
+            torch.sum(g_out, 0, out=pi_b.grad)
+            torch.mm(g_values.T, vf_features, out=vf_w.grad)
+            torch.sum(g_values, 0, out=vf_b.grad)
             towers.backprop(outputs, torch.stack([g_out @ pi_w, g_values @ vf_w]))
         return losses
 
@@ -362,7 +366,7 @@ class ActorCritic(BoundsMixin, nn.Module):
             g = p * -g
             return g.scatter_add_(-1, actions.unsqueeze(-1), g_log_prob.unsqueeze(-1))
         (noise,), g = saved, g_log_prob.unsqueeze(-1)
-        self.log_std.grad = (g * (noise.square() - 1)).sum(0) + g_entropy * noise.shape[0]
+        torch.sum(g * (noise.square() - 1), 0, out=self.log_std.grad).add_(g_entropy * noise.shape[0])
         return g * noise * (-self.log_std).exp()
 
     def log_prob(self, dist: torch.distributions.Distribution, action: torch.Tensor) -> torch.Tensor:
@@ -404,13 +408,14 @@ class ActorCritic(BoundsMixin, nn.Module):
         return torch.clamp(out, self.low, self.high)
 
 
-class QNetwork(nn.Module):
+class QNetwork(FlatParameters):
     """Q-values of every discrete action (DQN)."""
 
     def __init__(self, obs_shape: Sequence[int], n_actions: int, hidden: Sequence[int] = (64, 64)) -> None:
         super().__init__()
         self.encoder = make_encoder(obs_shape, hidden, "relu")
         self.head = nn.Linear(self.encoder.out_dim, n_actions)
+        self.flatten_parameters()
 
     def forward(self, obs: torch.Tensor) -> torch.Tensor:
         return self.head(self.encoder(obs))
@@ -423,7 +428,7 @@ class QNetwork(nn.Module):
 LOG_STD_MIN, LOG_STD_MAX = -20.0, 2.0
 
 
-class SquashedGaussianActor(BoundsMixin, nn.Module):
+class SquashedGaussianActor(BoundsMixin, FlatParameters):
     """SAC's policy: a Gaussian squashed by tanh, then rescaled from [-1, 1] to the env's bounds."""
 
     def __init__(self, obs_shape: Sequence[int], action_space: Box, hidden: Sequence[int] = (256, 256)) -> None:
@@ -433,6 +438,7 @@ class SquashedGaussianActor(BoundsMixin, nn.Module):
         self.encoder = make_encoder(obs_shape, hidden, "relu")
         self.mu = nn.Linear(self.encoder.out_dim, n_out)
         self.log_std = nn.Linear(self.encoder.out_dim, n_out)
+        self.flatten_parameters()
 
     def _scale(self, squashed: torch.Tensor) -> torch.Tensor:
         return self.low + (squashed + 1.0) * 0.5 * (self.high - self.low)
@@ -453,7 +459,7 @@ class SquashedGaussianActor(BoundsMixin, nn.Module):
         return self._scale(torch.tanh(self.mu(self.encoder(obs))))
 
 
-class TwinQ(nn.Module):
+class TwinQ(FlatParameters):
     """SAC's two Q(s, a) critics, evaluated together."""
 
     def __init__(self, obs_shape: Sequence[int], action_space: Box, hidden: Sequence[int] = (256, 256)) -> None:
@@ -463,6 +469,7 @@ class TwinQ(nn.Module):
                                       for _ in range(2))
         in_dim = (self.encoders[0].out_dim if is_image(obs_shape) else math.prod(obs_shape)) + n_act
         self.qs = nn.ModuleList(mlp([in_dim, *hidden, 1], "relu", last_activation=False) for _ in range(2))
+        self.flatten_parameters()
 
     def forward(self, obs: torch.Tensor, action: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         q1, q2 = (q(torch.cat([enc(obs), action], -1)).squeeze(-1) for enc, q in zip(self.encoders, self.qs))

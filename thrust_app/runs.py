@@ -18,7 +18,10 @@ from typing import Any
 import torch
 
 CHECKPOINT_FORMAT = "thrust-checkpoint"
-CHECKPOINT_VERSION = 1
+#: 2: optimizers step each net's one flat parameter buffer (`flat_params.py`); version 1 saved their
+#: state per parameter, and loading converts it (`Algorithm.load_state_dict`).
+CHECKPOINT_VERSION = 2
+READABLE_VERSIONS = (1, 2)
 LAST_CHECKPOINT = "last.pt"
 
 
@@ -71,9 +74,9 @@ def load_checkpoint(path: Path, device: torch.device | str = "cpu") -> dict[str,
                               f"{first_line[:200]}") from None
     if not isinstance(state, dict) or state.get("format") != CHECKPOINT_FORMAT:
         raise CheckpointError(f"{path} is a torch file but not a Thrust checkpoint (no '{CHECKPOINT_FORMAT}' marker)")
-    if state.get("version") != CHECKPOINT_VERSION:
-        raise CheckpointError(f"{path} has checkpoint version {state.get('version')}; "
-                              f"this Thrust reads version {CHECKPOINT_VERSION}")
+    if state.get("version") not in READABLE_VERSIONS:
+        raise CheckpointError(f"{path} has checkpoint version {state.get('version')}; this Thrust reads versions "
+                              f"{', '.join(map(str, READABLE_VERSIONS))} (a newer Thrust wrote it: upgrade Thrust)")
     return state
 
 

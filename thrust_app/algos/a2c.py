@@ -62,7 +62,7 @@ class A2C(OnPolicyAlgorithm):
 
     def make_optimizer(self) -> torch.optim.Optimizer:
         c = self.config
-        return torch.optim.RMSprop(self.net.parameters(), lr=c.learning_rate, alpha=0.99, eps=c.rms_prop_eps,
+        return torch.optim.RMSprop([self.net.flat], lr=c.learning_rate, alpha=0.99, eps=c.rms_prop_eps,
                                    foreach=True)
 
     def update(self, rollout, advantages, returns, progress_remaining) -> dict[str, float]:

@@ -13,6 +13,7 @@ from torch import nn
 from ..config import AlgoConfig
 from ..envs.core import Box, Discrete
 from ..envs.vec import VecEnv
+from ..flat_params import FlatParameters, flat_optimizer_state
 from ..tensors import EnvIO
 
 
@@ -81,8 +82,15 @@ class Algorithm(ABC):
         return state
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
-        for name, part in self.parts().items():
-            part.load_state_dict(state[name])
+        parts = self.parts()
+        flat_nets = {id(part.flat): part for part in parts.values() if isinstance(part, FlatParameters)}
+        for name, part in parts.items():
+            saved = state[name]
+            if isinstance(part, torch.optim.Optimizer):
+                (only, *others), = (group["params"] for group in part.param_groups)
+                if not others and id(only) in flat_nets and len(saved["param_groups"][0]["params"]) > 1:
+                    saved = flat_optimizer_state(saved, list(flat_nets[id(only)].parameters()))
+            part.load_state_dict(saved)
         self.generator.set_state(state["generator"])
         self.num_timesteps = state["num_timesteps"]
 
@@ -91,15 +99,6 @@ def deterministic_action(policy: nn.Module, obs: torch.Tensor) -> torch.Tensor:
     """The action of `policy.act`: the argmax for discrete policies, the bounded action otherwise."""
     out = policy.act(obs)
     return out[1] if isinstance(out, tuple) else out
-
-
-def clip_grad_norm(params: list[torch.Tensor], max_norm: float) -> None:
-    """Scale the gradients in place so that their global L2 norm is at most `max_norm`, as
-    `nn.utils.clip_grad_norm_` does, in a third of its ops (its grouping by device costs more than
-    the math for a small net)."""
-    grads = [p.grad for p in params if p.grad is not None]
-    norm = torch.linalg.vector_norm(torch.stack(torch._foreach_norm(grads)))
-    torch._foreach_mul_(grads, (max_norm / (norm + 1e-6)).clamp_(max=1.0))
 
 
 def set_learning_rate(optimizer: torch.optim.Optimizer, lr: float) -> None:

@@ -15,7 +15,8 @@ from torch import nn
 from ..config import AlgoConfig, ConfigError, param, schedule
 from ..envs.core import Discrete
 from ..nets import QNetwork
-from .base import clip_grad_norm, set_learning_rate
+from ..flat_params import clip_grad_norm_
+from .base import set_learning_rate
 from .off_policy import OffPolicyAlgorithm, polyak
 
 
@@ -66,7 +67,7 @@ class DQN(OffPolicyAlgorithm):
         super().__init__(obs_shape, action_space, config, device, seed)
         self.q_net = QNetwork(obs_shape, action_space.n, config.hidden).to(device)
         self.target_net = copy.deepcopy(self.q_net).requires_grad_(False)
-        self.optimizer = torch.optim.Adam(self.q_net.parameters(), lr=config.learning_rate, fused=True)
+        self.optimizer = torch.optim.Adam([self.q_net.flat], lr=config.learning_rate, fused=True)
         self.total_timesteps = 1  # set by the trainer; the epsilon schedule is a fraction of it
         self._last_target_update = 0
 
@@ -100,9 +101,9 @@ class DQN(OffPolicyAlgorithm):
         set_learning_rate(self.optimizer, schedule(c.learning_rate, c.lr_schedule, max(progress_remaining, 0.0)))
         loss = dqn_loss(self.q_net, self.target_net, self.buffer.sample(c.batch_size, self.generator), c.gamma,
                         c.double_dqn)
-        self.optimizer.zero_grad(set_to_none=True)
+        self.q_net.zero_grad_()
         loss.backward()
-        clip_grad_norm(list(self.q_net.parameters()), c.max_grad_norm)
+        clip_grad_norm_(self.q_net.flat, c.max_grad_norm)
         self.optimizer.step()
         return {"q_loss": loss.detach()}
 

@@ -7,6 +7,7 @@ from abc import abstractmethod
 import torch
 
 from ..envs.core import Box
+from ..flat_params import FlatParameters
 from ..replay import ReplayBuffer
 from .base import Algorithm, Iteration
 
@@ -75,9 +76,10 @@ class OffPolicyAlgorithm(Algorithm):
         return {}
 
 
-def polyak(target: torch.nn.Module, source: torch.nn.Module, tau: float) -> None:
-    """target <- tau * source + (1 - tau) * target, in place."""
+def polyak(target: FlatParameters, source: FlatParameters, tau: float) -> None:
+    """target <- tau * source + (1 - tau) * target, in place: one op on the flat buffers of two nets of
+    the same architecture (the target is a copy of the source)."""
     with torch.no_grad():
-        torch._foreach_lerp_(list(target.parameters()), list(source.parameters()), tau)
+        target.flat.lerp_(source.flat, tau)
 
 

@@ -9,7 +9,8 @@ import torch
 from ..config import schedule
 from ..nets import ActorCritic, ActorCriticLoss
 from ..rollout import Rollout, collect_rollout, compute_gae
-from .base import Algorithm, Iteration, clip_grad_norm, set_learning_rate
+from ..flat_params import clip_grad_norm_
+from .base import Algorithm, Iteration, set_learning_rate
 
 
 def optimize_actor_critic(net: ActorCritic, optimizer: torch.optim.Optimizer, obs: torch.Tensor, actions: torch.Tensor,
@@ -17,7 +18,7 @@ def optimize_actor_critic(net: ActorCritic, optimizer: torch.optim.Optimizer, ob
     """One optimizer step on the loss `loss_fn` describes (see `ActorCritic.backward`), gradients
     clipped to `max_grad_norm`; returns the losses it reports."""
     losses = net.backward(obs, actions, loss_fn)
-    clip_grad_norm([p for group in optimizer.param_groups for p in group["params"]], max_grad_norm)
+    clip_grad_norm_(net.flat, max_grad_norm)
     optimizer.step()
     return losses
 
@@ -31,7 +32,8 @@ class OnPolicyAlgorithm(Algorithm):
         self.optimizer = self.make_optimizer()
 
     @abstractmethod
-    def make_optimizer(self) -> torch.optim.Optimizer: ...
+    def make_optimizer(self) -> torch.optim.Optimizer:
+        """The optimizer of `self.net.flat`, the one buffer that holds all of the net's parameters."""
 
     @abstractmethod
     def update(self, rollout: Rollout, advantages: torch.Tensor, returns: torch.Tensor,

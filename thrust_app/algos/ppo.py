@@ -85,7 +85,7 @@ class PPO(OnPolicyAlgorithm):
     Config = PPOConfig
 
     def make_optimizer(self) -> torch.optim.Optimizer:
-        return torch.optim.Adam(self.net.parameters(), lr=self.config.learning_rate, eps=1e-5, fused=True)
+        return torch.optim.Adam([self.net.flat], lr=self.config.learning_rate, eps=1e-5, fused=True)
 
     def update(self, rollout, advantages, returns, progress_remaining) -> dict[str, float]:
         clip = schedule(self.config.clip_range, self.config.clip_schedule, progress_remaining)

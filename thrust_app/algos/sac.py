@@ -48,8 +48,8 @@ class SAC(OffPolicyAlgorithm):
         self.log_alpha = torch.tensor([math.log(config.init_alpha)], device=device, requires_grad=True)
         self.target_entropy = config.target_entropy or -float(math.prod(action_space.shape))
         lr = config.learning_rate
-        self.actor_opt = torch.optim.Adam(self.actor.parameters(), lr=lr, fused=True)
-        self.critic_opt = torch.optim.Adam(self.critic.parameters(), lr=lr, fused=True)
+        self.actor_opt = torch.optim.Adam([self.actor.flat], lr=lr, fused=True)
+        self.critic_opt = torch.optim.Adam([self.critic.flat], lr=lr, fused=True)
         self.alpha_opt = torch.optim.Adam([self.log_alpha], lr=lr)
 
     @property
@@ -88,16 +88,15 @@ class SAC(OffPolicyAlgorithm):
             target = rewards + c.gamma * (1.0 - terminated) * next_q
         q1, q2 = self.critic(obs, actions)
         critic_loss = nn.functional.mse_loss(q1, target) + nn.functional.mse_loss(q2, target)
-        self.critic_opt.zero_grad(set_to_none=True)
+        self.critic.zero_grad_()
         critic_loss.backward()
         self.critic_opt.step()
 
         actor_loss = (alpha * log_prob - torch.min(*self.critic(obs, new_actions))).mean()
         # Gradients for the actor only: the critics' weight gradients would be two of the largest
         # matmuls of the step, computed to be thrown away (SB3 computes them).
-        actor_params = list(self.actor.parameters())
-        for p, g in zip(actor_params, torch.autograd.grad(actor_loss, actor_params)):
-            p.grad = g
+        self.actor.zero_grad_()
+        actor_loss.backward(inputs=list(self.actor.parameters()))
         self.actor_opt.step()
 
         polyak(self.critic_target, self.critic, c.tau)
