@@ -21,9 +21,9 @@ from .flat_params import FlatParameters
 ACTIVATIONS = {"tanh": nn.Tanh, "relu": nn.ReLU}
 
 #: An actor-critic loss for `ActorCritic.backward`: (log_prob, entropy, values), per sample, detached ->
-#: (losses to log, (d loss / d log_prob, d loss / d entropy of each sample, d loss / d values)).
+#: (losses to log as one 1-d tensor, (d loss / d log_prob, d loss / d entropy of each sample, d loss / d values)).
 ActorCriticLoss = Callable[[torch.Tensor, torch.Tensor, torch.Tensor],
-                           tuple[tuple[torch.Tensor, ...], tuple[torch.Tensor, float, torch.Tensor]]]
+                           tuple[torch.Tensor, tuple[torch.Tensor, float, torch.Tensor]]]
 
 
 def is_image(obs_shape: Sequence[int]) -> bool:
@@ -301,7 +301,7 @@ class ActorCritic(BoundsMixin, FlatParameters):
         action = (log_p - torch.empty_like(log_p).exponential_().log_()).argmax(-1)
         return action, log_p.gather(-1, action.unsqueeze(-1)).squeeze(-1), value
 
-    def backward(self, obs: torch.Tensor, actions: torch.Tensor, loss_fn: ActorCriticLoss) -> tuple[torch.Tensor, ...]:
+    def backward(self, obs: torch.Tensor, actions: torch.Tensor, loss_fn: ActorCriticLoss) -> torch.Tensor:
         """Set every parameter's `.grad` to the gradient of the loss that `loss_fn` describes, and return
         the losses it reports.
 

@@ -32,17 +32,17 @@ class A2CConfig(AlgoConfig):
 
 
 def a2c_loss(log_prob: torch.Tensor, entropy: torch.Tensor, values: torch.Tensor, adv: torch.Tensor, ret: torch.Tensor,
-             c: A2CConfig) -> tuple[tuple[torch.Tensor, ...], tuple[torch.Tensor, float, torch.Tensor]]:
+             c: A2CConfig) -> tuple[torch.Tensor, tuple[torch.Tensor, float, torch.Tensor]]:
     """A2C's loss on a whole rollout (flattened), a pure function of the policy's per-sample log-probs,
     entropies and values: policy_loss + vf_coef * value_loss - ent_coef * entropy.
 
-    Returns the losses to log (policy, value, entropy) and the loss's gradient with respect to
+    Returns the losses to log (policy, value, entropy, as one tensor) and the loss's gradient with respect to
     log_prob, entropy and values, written out (tests hold it equal to autograd's)."""
     n = log_prob.shape[0]
     if c.normalize_advantage:
         adv = (adv - adv.mean()) / (adv.std() + 1e-8)
     value_error = values - ret
-    losses = (-(adv * log_prob).mean(), value_error.square().mean(), entropy.mean())
+    losses = torch.stack([-(adv * log_prob), value_error.square(), entropy]).mean(1)
     return losses, (adv * (-1.0 / n), -c.ent_coef / n, value_error * (2.0 * c.vf_coef / n))
 
 
@@ -53,7 +53,7 @@ def a2c_update(net: ActorCritic, optimizer: torch.optim.Optimizer, rollout: Roll
     losses = optimize_actor_critic(
         net, optimizer, rollout.obs.flatten(0, 1), rollout.actions.flatten(0, 1), c.max_grad_norm,
         lambda log_prob, entropy, values: a2c_loss(log_prob, entropy, values, adv, ret, c))
-    return dict(zip(("policy_loss", "value_loss", "entropy"), torch.stack(losses).tolist()))
+    return dict(zip(("policy_loss", "value_loss", "entropy"), losses.tolist()))
 
 
 class A2C(OnPolicyAlgorithm):

@@ -14,7 +14,7 @@ from .base import Algorithm, Iteration, set_learning_rate
 
 
 def optimize_actor_critic(net: ActorCritic, optimizer: torch.optim.Optimizer, obs: torch.Tensor, actions: torch.Tensor,
-                          max_grad_norm: float, loss_fn: ActorCriticLoss) -> tuple[torch.Tensor, ...]:
+                          max_grad_norm: float, loss_fn: ActorCriticLoss) -> torch.Tensor:
     """One optimizer step on the loss `loss_fn` describes (see `ActorCritic.backward`), gradients
     clipped to `max_grad_norm`; returns the losses it reports."""
     losses = net.backward(obs, actions, loss_fn)

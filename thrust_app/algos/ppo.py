@@ -36,11 +36,11 @@ class PPOConfig(AlgoConfig):
 
 def ppo_loss(log_prob: torch.Tensor, entropy: torch.Tensor, values: torch.Tensor, old_log_probs: torch.Tensor,
              adv: torch.Tensor, ret: torch.Tensor, clip: float, c: PPOConfig
-             ) -> tuple[tuple[torch.Tensor, ...], tuple[torch.Tensor, float, torch.Tensor]]:
+             ) -> tuple[torch.Tensor, tuple[torch.Tensor, float, torch.Tensor]]:
     """PPO's loss on one minibatch, a pure function of the policy's per-sample log-probs, entropies and
     values: policy_loss + vf_coef * value_loss - ent_coef * entropy.
 
-    Returns the losses to log (policy, value, entropy, approx KL, clip fraction) and the loss's gradient
+    Returns the losses to log (policy, value, entropy, approx KL, clip fraction, as one tensor) and the loss's gradient
     with respect to log_prob, entropy and values, written out (tests hold it equal to autograd's)."""
     n = log_prob.shape[0]
     log_ratio = log_prob - old_log_probs
@@ -49,10 +49,9 @@ def ppo_loss(log_prob: torch.Tensor, entropy: torch.Tensor, values: torch.Tensor
     ratio = log_ratio.exp()
     surrogate, clipped = adv * ratio, adv * ratio.clamp(1 - clip, 1 + clip)
     unclipped = surrogate <= clipped  # the min picks the unclipped term: only there does the ratio get a gradient
-    policy_loss = -torch.minimum(surrogate, clipped).mean()
     value_error = values - ret
-    losses = (policy_loss, value_error.square().mean(), entropy.mean(),
-              ((ratio - 1) - log_ratio).mean(), ((ratio - 1).abs() > clip).float().mean())
+    losses = torch.stack([-torch.minimum(surrogate, clipped), value_error.square(), entropy,
+                          (ratio - 1) - log_ratio, ((ratio - 1).abs() > clip).float()]).mean(1)  # one mean, not five
     grads = (surrogate * unclipped * (-1.0 / n), -c.ent_coef / n, value_error * (2.0 * c.vf_coef / n))
     return losses, grads
 
@@ -73,11 +72,11 @@ def ppo_update(net: ActorCritic, optimizer: torch.optim.Optimizer, rollout: Roll
                 net, optimizer, obs[idx], actions[idx], c.max_grad_norm,
                 lambda log_prob, entropy, values: ppo_loss(log_prob, entropy, values, old_log_probs[idx], adv[idx],
                                                            ret[idx], clip, c))
-            logged += losses
+            logged.append(losses)
         if c.target_kl and float(losses[3]) > 1.5 * c.target_kl:
             break
     names = ("policy_loss", "value_loss", "entropy", "approx_kl", "clip_fraction")
-    return dict(zip(names, torch.stack(logged).view(-1, len(names)).mean(0).tolist()))  # one op, not one per update
+    return dict(zip(names, torch.stack(logged).mean(0).tolist()))  # one op, not one per update
 
 
 class PPO(OnPolicyAlgorithm):
