@@ -31,7 +31,7 @@ bench: install $(NODE_MODULES)
 	$(PY) benches/update_floor.py --rounds 1
 
 peers: install
-	$(PY) -m pip install -q stable-baselines3
+	$(PY) -m pip install -q stable-baselines3 $(TORCH)
 	$(PY) benches/peers.py
 
 validate: install

@@ -87,9 +87,10 @@ class Algorithm(ABC):
         for name, part in parts.items():
             saved = state[name]
             if isinstance(part, torch.optim.Optimizer):
-                (only, *others), = (group["params"] for group in part.param_groups)
-                if not others and id(only) in flat_nets and len(saved["param_groups"][0]["params"]) > 1:
-                    saved = flat_optimizer_state(saved, list(flat_nets[id(only)].parameters()))
+                params = [p for group in part.param_groups for p in group["params"]]
+                owner = flat_nets.get(id(params[0])) if len(params) == 1 else None
+                if owner is not None and len(saved["param_groups"][0]["params"]) > 1:  # saved per parameter (v1)
+                    saved = flat_optimizer_state(saved, list(owner.parameters()))
             part.load_state_dict(saved)
         self.generator.set_state(state["generator"])
         self.num_timesteps = state["num_timesteps"]
