@@ -63,6 +63,16 @@ def test_parameters_stay_views_of_one_buffer_through_moves_and_copies(name):
     assert "flat" not in net.state_dict()  # state dicts (and exported weights) keep the usual names
 
 
+def test_zero_grad_zeroes_the_buffer_and_never_unlinks_the_gradients():
+    """`zero_grad()` (set_to_none=True by default in torch) must not replace the views with None: a
+    written-out backward would then write nowhere and the optimizer would step stale gradients."""
+    net = NETS["actor-critic"]()
+    net.flat.grad.fill_(1.0)
+    net.zero_grad()
+    assert_flat(net)
+    assert all(p.grad is not None and not p.grad.any() for p in net.parameters())
+
+
 def test_one_buffer_clip_adam_and_polyak_equal_the_per_parameter_ones():
     torch.manual_seed(0)
     flat_net = ActorCritic((4,), Discrete(2), (16, 16))

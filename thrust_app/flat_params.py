@@ -18,12 +18,12 @@ ALIGN = 16
 
 class FlatParameters(nn.Module):
     """Mixin for a module whose parameters live in one buffer. Call `flatten_parameters()` at the end of
-    `__init__`; moving the module (`.to(device)`) or copying it (`copy.deepcopy`)
-    flattens again.
+    `__init__`; moving the module (`.to(device)`) or copying it (`copy.deepcopy`) flattens again.
 
     `flat` is what the optimizer steps and `flat.grad` what the gradient clip scales. Gradients are never
-    set to None: zero them with `zero_grad_()`, and let autograd accumulate into the views (or write
-    into them with `out=`). Build optimizers after the module is on its device, as with any module.
+    set to None: `zero_grad()` zeroes the buffer, autograd accumulates into the views, and hand-written
+    backward passes write into them with `out=`. Build optimizers after the module is on its device,
+    as with any module.
     """
 
     flat: torch.Tensor
@@ -44,7 +44,9 @@ class FlatParameters(nn.Module):
         flat.grad = grad
         self.flat = flat  # a plain tensor attribute: not a registered parameter, not in the state dict
 
-    def zero_grad_(self) -> None:
+    def zero_grad(self, set_to_none: bool = True) -> None:
+        """Zero the one gradient buffer. Never None, whatever `set_to_none` says: the parameters'
+        `.grad` are views into it, and a None would leave the optimizer stepping stale gradients."""
         self.flat.grad.zero_()
 
     def _apply(self, fn, recurse=True):

@@ -313,7 +313,7 @@ class ActorCritic(BoundsMixin, FlatParameters):
         than the math of a net this small; tests hold both paths equal to autograd on the plain loss.
         """
         if self.shared:
-            self.zero_grad_()
+            self.zero_grad()
             dist, values = self.dist_and_value(obs)
             log_prob, entropy = self.log_prob(dist, actions), self.entropy(dist)
             losses, (g_log_prob, g_entropy, g_values) = loss_fn(log_prob.detach(), entropy.detach(), values.detach())

@@ -101,7 +101,7 @@ class DQN(OffPolicyAlgorithm):
         set_learning_rate(self.optimizer, schedule(c.learning_rate, c.lr_schedule, max(progress_remaining, 0.0)))
         loss = dqn_loss(self.q_net, self.target_net, self.buffer.sample(c.batch_size, self.generator), c.gamma,
                         c.double_dqn)
-        self.q_net.zero_grad_()
+        self.q_net.zero_grad()
         loss.backward()
         clip_grad_norm_(self.q_net.flat, c.max_grad_norm)
         self.optimizer.step()

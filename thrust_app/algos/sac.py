@@ -88,14 +88,14 @@ class SAC(OffPolicyAlgorithm):
             target = rewards + c.gamma * (1.0 - terminated) * next_q
         q1, q2 = self.critic(obs, actions)
         critic_loss = nn.functional.mse_loss(q1, target) + nn.functional.mse_loss(q2, target)
-        self.critic.zero_grad_()
+        self.critic.zero_grad()
         critic_loss.backward()
         self.critic_opt.step()
 
         actor_loss = (alpha * log_prob - torch.min(*self.critic(obs, new_actions))).mean()
         # Gradients for the actor only: the critics' weight gradients would be two of the largest
         # matmuls of the step, computed to be thrown away (SB3 computes them).
-        self.actor.zero_grad_()
+        self.actor.zero_grad()
         actor_loss.backward(inputs=list(self.actor.parameters()))
         self.actor_opt.step()
 
