@@ -16,6 +16,11 @@ from torch import nn
 ALIGN = 16
 
 
+def padded_sizes(params: list[torch.Tensor]) -> list[int]:
+    """The room each parameter takes in the flat buffer: its size rounded up to a multiple of ALIGN."""
+    return [-(-p.numel() // ALIGN) * ALIGN for p in params]
+
+
 class FlatParameters(nn.Module):
     """Mixin for a module whose parameters live in one buffer. Call `flatten_parameters()` at the end of
     `__init__`; moving the module (`.to(device)`) or copying it (`copy.deepcopy`) flattens again.
@@ -30,7 +35,7 @@ class FlatParameters(nn.Module):
 
     def flatten_parameters(self) -> None:
         params = list(self.parameters())
-        sizes = [-(-p.numel() // ALIGN) * ALIGN for p in params]
+        sizes = padded_sizes(params)
         first = params[0]
         flat = torch.zeros(sum(sizes), dtype=first.dtype, device=first.device)
         grad = torch.zeros_like(flat)
@@ -71,7 +76,7 @@ def flat_optimizer_state(saved: dict, params: list[torch.Tensor]) -> dict:
     were flat) converted to the one flat parameter of a FlatParameters module whose parameters are
     `params`: each per-parameter tensor (Adam's moments, RMSprop's averages) is laid out as the
     parameters are in `flat`; scalars (the step count) are the same for every parameter."""
-    sizes = [-(-p.numel() // ALIGN) * ALIGN for p in params]
+    sizes = padded_sizes(params)
     states = [saved["state"].get(i, {}) for i in range(len(params))]
     flat_state: dict = {}
     for key, first in states[0].items():
