@@ -1,13 +1,14 @@
 """DQN (Mnih et al., 2015) with double-Q targets (van Hasselt et al., 2016) on by default.
 
 Epsilon-greedy exploration on a linear schedule, a replay buffer, a periodically copied target
-network, Huber loss. Defaults follow Stable-Baselines3.
+network, and a Huber (SB3, the default) or squared (CleanRL) TD loss. Defaults follow Stable-Baselines3.
 """
 
 from __future__ import annotations
 
 import copy
 from dataclasses import dataclass
+from typing import Literal
 
 import torch
 from torch import nn
@@ -35,6 +36,10 @@ class DQNConfig(AlgoConfig):
     exploration_final_eps: float = param(0.05, "epsilon after the decay")
     double_dqn: bool = param(True, "pick the next action with the online net, value it with the target net")
     max_grad_norm: float = param(10.0, "gradient norm clip")
+    loss: Literal["huber", "mse"] = param(
+        "huber", "TD loss: huber (SB3, the Nature DQN's clipped error) or mse (CleanRL). Huber's gradient is capped "
+        "at 1 per sample, so with few, small updates (CleanRL's lr 2.5e-4, one step per 10 env steps) the Q-values "
+        "settle near 1/(1-gamma) instead of the returns, and the policy collapses: use mse with CleanRL's settings")
 
     def validate(self) -> None:
         super().validate()
@@ -44,8 +49,8 @@ class DQNConfig(AlgoConfig):
 
 
 def dqn_loss(q_net: QNetwork, target_net: QNetwork, batch: tuple[torch.Tensor, ...], gamma: float,
-             double: bool) -> torch.Tensor:
-    """Huber loss between Q(s, a) and the (double) DQN target."""
+             double: bool, loss: str = "huber") -> torch.Tensor:
+    """The TD loss between Q(s, a) and the (double) DQN target y = r + gamma * (1 - terminated) * Q'(s', a')."""
     obs, actions, rewards, next_obs, terminated = batch
     with torch.no_grad():
         next_q = target_net(next_obs)
@@ -55,6 +60,8 @@ def dqn_loss(q_net: QNetwork, target_net: QNetwork, batch: tuple[torch.Tensor, .
             next_q = next_q.max(1).values
         target = rewards + gamma * (1.0 - terminated) * next_q
     q = q_net(obs).gather(1, actions.unsqueeze(1)).squeeze(1)
+    if loss == "mse":
+        return nn.functional.mse_loss(q, target)
     return nn.functional.smooth_l1_loss(q, target)
 
 
@@ -100,7 +107,7 @@ class DQN(OffPolicyAlgorithm):
         progress_remaining = 1.0 - self.num_timesteps / self.total_timesteps
         set_learning_rate(self.optimizer, schedule(c.learning_rate, c.lr_schedule, max(progress_remaining, 0.0)))
         loss = dqn_loss(self.q_net, self.target_net, self.buffer.sample(c.batch_size, self.generator), c.gamma,
-                        c.double_dqn)
+                        c.double_dqn, c.loss)
         self.q_net.zero_grad()
         loss.backward()
         clip_grad_norm_(self.q_net.flat, c.max_grad_norm)
