@@ -8,7 +8,7 @@ STAMP := $(VENV)/.thrust-installed
 NODE_MODULES := web/node_modules/.package-lock.json
 TORCH := torch==2.13.0
 
-.PHONY: run test web install bench peers validate reference-bundles clean
+.PHONY: run test lint format web install bench peers validate reference-bundles clean
 
 # The reference bundles in export/: env:algo pairs, each trained with its preset and seed 0.
 REFERENCE := bandit:ppo cartpole:ppo pendulum:sac snake:dqn
@@ -18,6 +18,15 @@ run: install $(NODE_MODULES)
 
 test: install $(NODE_MODULES)
 	$(PY) -m pytest
+
+# ruff, configured in pyproject.toml: `lint` checks (CI runs it), `format` rewrites.
+lint: install
+	$(PY) -m ruff check .
+	$(PY) -m ruff format --check .
+
+format: install
+	$(PY) -m ruff format .
+	$(PY) -m ruff check --fix .
 
 web: install $(NODE_MODULES)
 	$(PY) -m thrust_app web

@@ -19,21 +19,22 @@ from pathlib import Path
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from harness import available_devices, fmt_seconds, run_rounds  # noqa: E402
+from harness import available_devices, fmt_seconds, run_rounds
 
-from thrust_app.algos import PPO  # noqa: E402
-from thrust_app.config import apply_overrides  # noqa: E402
-from thrust_app.device import cuda_summary, resolve_device  # noqa: E402
-from thrust_app.envs.batched import make_batched  # noqa: E402
-from thrust_app.tensors import EnvIO  # noqa: E402
+from thrust_app.algos import PPO
+from thrust_app.config import apply_overrides
+from thrust_app.device import cuda_summary, resolve_device
+from thrust_app.envs.batched import make_batched
+from thrust_app.tensors import EnvIO
 
 N_STEPS = 16
 
 
 def ppo_iteration(num_envs: int, backend: str, device: torch.device):
     samples = num_envs * N_STEPS
-    config = apply_overrides(PPO.Config(), {"n_envs": num_envs, "n_steps": N_STEPS, "n_epochs": 4,
-                                            "batch_size": max(64, samples // 8)})
+    config = apply_overrides(
+        PPO.Config(), {"n_envs": num_envs, "n_steps": N_STEPS, "n_epochs": 4, "batch_size": max(64, samples // 8)}
+    )
     env = make_batched("cartpole", num_envs, seed=0, backend=backend, device=str(device), check_actions=False)
     agent = PPO(env.observation_space.shape, env.action_space, config, device, seed=0)
     io = EnvIO(device)
@@ -68,8 +69,9 @@ def main() -> None:
         print(f"{key:28s} {fmt_seconds(m.median):>14s} {m.rate:>14,.0f}")
     if args.json:
         host = {"machine": platform.machine(), "torch": torch.__version__, "cuda": cuda_summary()}
-        args.json.write_text(json.dumps({"host": host, "n_steps": N_STEPS,
-                                         "results": [m.as_dict() for m in results.values()]}, indent=2))
+        args.json.write_text(
+            json.dumps({"host": host, "n_steps": N_STEPS, "results": [m.as_dict() for m in results.values()]}, indent=2)
+        )
 
 
 if __name__ == "__main__":

@@ -36,8 +36,15 @@ class Measurement:
         return self.units_per_call / self.median
 
     def as_dict(self) -> dict:
-        return {"name": self.name, "median_s": self.median, "min_s": self.spread[0], "max_s": self.spread[1],
-                "rounds": len(self.samples), "units_per_call": self.units_per_call, "rate_per_s": self.rate}
+        return {
+            "name": self.name,
+            "median_s": self.median,
+            "min_s": self.spread[0],
+            "max_s": self.spread[1],
+            "rounds": len(self.samples),
+            "units_per_call": self.units_per_call,
+            "rate_per_s": self.rate,
+        }
 
 
 def time_call(fn: Callable[[], object], min_time: float, sync: Callable[[], None] = lambda: None) -> float:
@@ -52,9 +59,14 @@ def time_call(fn: Callable[[], object], min_time: float, sync: Callable[[], None
             return elapsed / calls
 
 
-def run_rounds(benches: dict[str, Callable[[], object]], rounds: int, min_time: float, warmup: float,
-               sync: dict[str, Callable[[], None]] | None = None,
-               units: dict[str, float] | None = None) -> dict[str, Measurement]:
+def run_rounds(
+    benches: dict[str, Callable[[], object]],
+    rounds: int,
+    min_time: float,
+    warmup: float,
+    sync: dict[str, Callable[[], None]] | None = None,
+    units: dict[str, float] | None = None,
+) -> dict[str, Measurement]:
     """Warm each bench up, then time them round-robin (A B A B ...) for `rounds` rounds."""
     sync, units = sync or {}, units or {}
     results = {name: Measurement(name, units_per_call=units.get(name, 1.0)) for name in benches}

@@ -24,12 +24,12 @@ import onnxruntime as ort
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from harness import fmt_seconds, run_rounds  # noqa: E402
+from harness import fmt_seconds, run_rounds
 
-from thrust_app.bundle import OnnxPolicy, load_bundle  # noqa: E402
-from thrust_app.exporter import torch_policy_from_bundle  # noqa: E402
-from thrust_app.web.browser import BrowserUnavailable, player_page  # noqa: E402
-from thrust_app.web.server import EXPORT_DIR, PlayerServer  # noqa: E402
+from thrust_app.bundle import OnnxPolicy, load_bundle
+from thrust_app.exporter import torch_policy_from_bundle
+from thrust_app.web.browser import BrowserUnavailable, player_page
+from thrust_app.web.server import EXPORT_DIR, PlayerServer
 
 LARGE = 256
 
@@ -74,12 +74,21 @@ def main() -> None:
         for name, call in python_runtimes(bundle, rng).items():
             for batch in (1, LARGE):
                 obs = rng.normal(size=(batch, *shape)).astype(np.float32)
-                benches[f"{name}|{batch}"] = (lambda call=call, obs=obs: call(obs))
+                benches[f"{name}|{batch}"] = lambda call=call, obs=obs: call(obs)
                 units[f"{name}|{batch}"] = batch
         for key, m in run_rounds(benches, rounds, min_time, min_time / 2, units=units).items():
             name, batch = key.split("|")
-            rows.append({"bundle": bundle.path.name, "runtime": name, "batch": int(batch), "median_s": m.median,
-                         "min_s": m.spread[0], "max_s": m.spread[1], "obs_per_s": m.rate})
+            rows.append(
+                {
+                    "bundle": bundle.path.name,
+                    "runtime": name,
+                    "batch": int(batch),
+                    "median_s": m.median,
+                    "min_s": m.spread[0],
+                    "max_s": m.spread[1],
+                    "obs_per_s": m.rate,
+                }
+            )
     if not args.no_browser:
         try:
             rows += browser_rows(bundles, args.export_dir, seconds)
@@ -87,8 +96,13 @@ def main() -> None:
             print(f"onnxruntime-web columns skipped: {err}")
     print_table(rows)
     if args.json:
-        host = {"machine": platform.machine(), "python": platform.python_version(), "torch": torch.__version__,
-                "onnxruntime": ort.__version__, "providers": ort.get_available_providers()}
+        host = {
+            "machine": platform.machine(),
+            "python": platform.python_version(),
+            "torch": torch.__version__,
+            "onnxruntime": ort.__version__,
+            "providers": ort.get_available_providers(),
+        }
         args.json.write_text(json.dumps({"host": host, "quick": args.quick, "rows": rows}, indent=2))
         print(f"wrote {args.json}")
 
@@ -99,11 +113,21 @@ def browser_rows(bundles, export_dir: Path, seconds: float) -> list[dict]:
         for bundle in bundles:
             for ep in ("wasm", "webgpu"):
                 for batch in (1, LARGE):
-                    r = page.evaluate("(a) => window.thrustPlayer.benchmark(a)",
-                                      {"bundle": bundle.path.name, "ep": ep, "batch": batch, "seconds": seconds})
-                    rows.append({"bundle": bundle.path.name, "runtime": f"onnxruntime-web {ep}", "batch": batch,
-                                 "median_s": r["medianMs"] / 1000, "min_s": r["minMs"] / 1000,
-                                 "max_s": r["maxMs"] / 1000, "obs_per_s": batch / (r["medianMs"] / 1000)})
+                    r = page.evaluate(
+                        "(a) => window.thrustPlayer.benchmark(a)",
+                        {"bundle": bundle.path.name, "ep": ep, "batch": batch, "seconds": seconds},
+                    )
+                    rows.append(
+                        {
+                            "bundle": bundle.path.name,
+                            "runtime": f"onnxruntime-web {ep}",
+                            "batch": batch,
+                            "median_s": r["medianMs"] / 1000,
+                            "min_s": r["minMs"] / 1000,
+                            "max_s": r["maxMs"] / 1000,
+                            "obs_per_s": batch / (r["medianMs"] / 1000),
+                        }
+                    )
     return rows
 
 

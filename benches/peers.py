@@ -42,14 +42,44 @@ def linear(start: float):
 
 # algo -> (thrust env, gymnasium env, solve threshold, zoo budget, SB3 constructor kwargs, n_envs)
 PAIRS = {
-    "ppo": ("thrust/CartPole-v0", "CartPole-v1", 475.0, 100_000,
-            dict(n_steps=32, batch_size=256, gae_lambda=0.8, gamma=0.98, n_epochs=20, ent_coef=0.0,
-                 learning_rate=linear(1e-3), clip_range=linear(0.2)), 8),
+    "ppo": (
+        "thrust/CartPole-v0",
+        "CartPole-v1",
+        475.0,
+        100_000,
+        dict(
+            n_steps=32,
+            batch_size=256,
+            gae_lambda=0.8,
+            gamma=0.98,
+            n_epochs=20,
+            ent_coef=0.0,
+            learning_rate=linear(1e-3),
+            clip_range=linear(0.2),
+        ),
+        8,
+    ),
     "a2c": ("thrust/CartPole-v0", "CartPole-v1", 475.0, 200_000, dict(ent_coef=0.0), 8),
-    "dqn": ("thrust/CartPole-v0", "CartPole-v1", 475.0, 50_000,
-            dict(learning_rate=2.3e-3, batch_size=64, buffer_size=100_000, learning_starts=1000, gamma=0.99,
-                 target_update_interval=10, train_freq=256, gradient_steps=128, exploration_fraction=0.16,
-                 exploration_final_eps=0.04, policy_kwargs=dict(net_arch=[256, 256])), 1),
+    "dqn": (
+        "thrust/CartPole-v0",
+        "CartPole-v1",
+        475.0,
+        50_000,
+        dict(
+            learning_rate=2.3e-3,
+            batch_size=64,
+            buffer_size=100_000,
+            learning_starts=1000,
+            gamma=0.99,
+            target_update_interval=10,
+            train_freq=256,
+            gradient_steps=128,
+            exploration_fraction=0.16,
+            exploration_final_eps=0.04,
+            policy_kwargs=dict(net_arch=[256, 256]),
+        ),
+        1,
+    ),
     "sac": ("thrust/Pendulum-v0", "Pendulum-v1", -200.0, 20_000, dict(learning_rate=1e-3), 1),
 }
 QUICK_BUDGET = {"ppo": 16_384, "a2c": 16_000, "dqn": 8_000, "sac": 1_500}
@@ -64,13 +94,30 @@ def run_thrust(algo: str, seed: int, budget: int, stop: bool) -> dict:
     evals: list[tuple[int, float]] = []
     on_record = lambda r: evals.append((r["step"], r["train_s"])) if r["kind"] == "eval" else None  # noqa: E731
     with TemporaryDirectory() as tmp:
-        s = train(algo, env, timesteps=budget, seed=seed, device="cpu", run_dir=Path(tmp) / "run",
-                  overrides=THRUST_OVERRIDES.get(algo),
-                  eval_every=EVAL_EVERY, eval_episodes=EVAL_EPISODES, stop_at_return=threshold if stop else None,
-                  progress=False, log=lambda _: None, on_record=on_record)
+        s = train(
+            algo,
+            env,
+            timesteps=budget,
+            seed=seed,
+            device="cpu",
+            run_dir=Path(tmp) / "run",
+            overrides=THRUST_OVERRIDES.get(algo),
+            eval_every=EVAL_EVERY,
+            eval_episodes=EVAL_EPISODES,
+            stop_at_return=threshold if stop else None,
+            progress=False,
+            log=lambda _: None,
+            on_record=on_record,
+        )
     solved = s["status"] == "solved"
-    return {"steps": s["timesteps"], "train_s": s["train_s"], "sps": s["sps"], "evals": evals,
-            "solved_at_step": s["timesteps"] if solved else None, "solve_s": s["train_s"] if solved else None}
+    return {
+        "steps": s["timesteps"],
+        "train_s": s["train_s"],
+        "sps": s["sps"],
+        "evals": evals,
+        "solved_at_step": s["timesteps"] if solved else None,
+        "solve_s": s["train_s"] if solved else None,
+    }
 
 
 def run_sb3(algo: str, seed: int, budget: int, stop: bool) -> dict:
@@ -109,8 +156,14 @@ def run_sb3(algo: str, seed: int, budget: int, stop: bool) -> dict:
     start = time.perf_counter()
     model.learn(total_timesteps=budget, callback=callback)
     train_s = time.perf_counter() - start - callback.eval_s
-    return {"steps": model.num_timesteps, "train_s": train_s, "sps": model.num_timesteps / train_s,
-            "evals": callback.evals, "solved_at_step": callback.solved_at_step, "solve_s": callback.solve_s}
+    return {
+        "steps": model.num_timesteps,
+        "train_s": train_s,
+        "sps": model.num_timesteps / train_s,
+        "evals": callback.evals,
+        "solved_at_step": callback.solved_at_step,
+        "solve_s": callback.solve_s,
+    }
 
 
 def common_window_sps(thrust: dict, sb3: dict) -> tuple[float, float]:
@@ -144,45 +197,65 @@ def main() -> None:
             for lib, fn in (("thrust", run_thrust), ("sb3", run_sb3)):
                 r = {"lib": lib, "algo": algo, "seed": seed, **fn(algo, seed, budget, stop=not args.quick)}
                 runs.append(r)
-                print(f"{lib:6s} {algo} seed {seed}: {r['sps']:8,.0f} steps/s, solved at "
-                      f"{r['solved_at_step']} ({r['solve_s'] and round(r['solve_s'], 1)} s)", flush=True)
+                print(
+                    f"{lib:6s} {algo} seed {seed}: {r['sps']:8,.0f} steps/s, solved at "
+                    f"{r['solved_at_step']} ({r['solve_s'] and round(r['solve_s'], 1)} s)",
+                    flush=True,
+                )
     table = summarize(runs, algos, seeds)
     print_table(table)
     if args.json:
-        host = {"machine": platform.machine(), "python": platform.python_version(), "torch": torch.__version__,
-                "sb3": __import__("stable_baselines3").__version__}
+        host = {
+            "machine": platform.machine(),
+            "python": platform.python_version(),
+            "torch": torch.__version__,
+            "sb3": __import__("stable_baselines3").__version__,
+        }
         args.json.write_text(json.dumps({"host": host, "quick": args.quick, "runs": runs, "table": table}, indent=2))
 
 
 def summarize(runs: list[dict], algos: list[str], seeds: int) -> list[dict]:
     table = []
     for algo in algos:
-        pairs = [(next(r for r in runs if (r["lib"], r["algo"], r["seed"]) == ("thrust", algo, s)),
-                  next(r for r in runs if (r["lib"], r["algo"], r["seed"]) == ("sb3", algo, s))) for s in range(seeds)]
+        pairs = [
+            (
+                next(r for r in runs if (r["lib"], r["algo"], r["seed"]) == ("thrust", algo, s)),
+                next(r for r in runs if (r["lib"], r["algo"], r["seed"]) == ("sb3", algo, s)),
+            )
+            for s in range(seeds)
+        ]
         solve_ratios = [t["solve_s"] / b["solve_s"] for t, b in pairs if t["solve_s"] and b["solve_s"]]
         sps = [common_window_sps(t, b) for t, b in pairs]
-        table.append({
-            "algo": algo, "env": PAIRS[algo][1],
-            "thrust_sps": statistics.median(t for t, _ in sps),
-            "sb3_sps": statistics.median(b for _, b in sps),
-            "sps_ratio": statistics.median(t / b for t, b in sps),
-            "thrust_solve_s": median_or_none([t["solve_s"] for t, _ in pairs]),
-            "sb3_solve_s": median_or_none([b["solve_s"] for _, b in pairs]),
-            "thrust_solved": sum(t["solve_s"] is not None for t, _ in pairs),
-            "sb3_solved": sum(b["solve_s"] is not None for _, b in pairs),
-            "solve_time_ratio": median_or_none(solve_ratios), "seeds": seeds,
-        })
+        table.append(
+            {
+                "algo": algo,
+                "env": PAIRS[algo][1],
+                "thrust_sps": statistics.median(t for t, _ in sps),
+                "sb3_sps": statistics.median(b for _, b in sps),
+                "sps_ratio": statistics.median(t / b for t, b in sps),
+                "thrust_solve_s": median_or_none([t["solve_s"] for t, _ in pairs]),
+                "sb3_solve_s": median_or_none([b["solve_s"] for _, b in pairs]),
+                "thrust_solved": sum(t["solve_s"] is not None for t, _ in pairs),
+                "sb3_solved": sum(b["solve_s"] is not None for _, b in pairs),
+                "solve_time_ratio": median_or_none(solve_ratios),
+                "seeds": seeds,
+            }
+        )
     return table
 
 
 def print_table(table: list[dict]) -> None:
-    print(f"\n{'pair':18s} {'Thrust steps/s':>15s} {'SB3 steps/s':>12s} {'ratio':>7s} "
-          f"{'Thrust solve s':>15s} {'SB3 solve s':>12s} {'ratio':>7s}")
-    fmt = lambda v, spec: "–" if v is None else format(v, spec)  # noqa: E731
+    print(
+        f"\n{'pair':18s} {'Thrust steps/s':>15s} {'SB3 steps/s':>12s} {'ratio':>7s} "
+        f"{'Thrust solve s':>15s} {'SB3 solve s':>12s} {'ratio':>7s}"
+    )
+    fmt = lambda v, spec: "—" if v is None else format(v, spec)  # noqa: E731
     for row in table:
-        print(f"{row['algo'] + ' ' + row['env']:18s} {row['thrust_sps']:>15,.0f} {row['sb3_sps']:>12,.0f} "
-              f"{row['sps_ratio']:>6.2f}x {fmt(row['thrust_solve_s'], '.1f'):>15s} {fmt(row['sb3_solve_s'], '.1f'):>12s} "
-              f"{fmt(row['solve_time_ratio'], '.2f'):>6s}x")
+        print(
+            f"{row['algo'] + ' ' + row['env']:18s} {row['thrust_sps']:>15,.0f} {row['sb3_sps']:>12,.0f} "
+            f"{row['sps_ratio']:>6.2f}x {fmt(row['thrust_solve_s'], '.1f'):>15s} {fmt(row['sb3_solve_s'], '.1f'):>12s} "
+            f"{fmt(row['solve_time_ratio'], '.2f'):>6s}x"
+        )
 
 
 if __name__ == "__main__":

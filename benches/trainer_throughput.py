@@ -4,6 +4,9 @@ Groups (suffixed with the backend: `/cpu` always, `/cuda` when torch sees a GPU)
   a2c_train_step, ppo_train_step, dqn_train_step, sac_train_step
       one gradient update on a ready batch (A2C: one 8x5 rollout; PPO: one 256-sample minibatch;
       DQN: one 64-sample batch of the zoo's 256x256 Q-net; SAC: one 256-sample batch, 256x256 nets)
+  a2c_train_step_autograd, ppo_train_step_autograd, ppo_cartpole_steps_per_sec_autograd
+      the same with `backward=autograd`, the reference path: the ratio to the group above is what
+      the written-out backward (`fast_actor_critic.py`) saves, measured in the same rounds
   a2c_cartpole_steps_per_sec, ppo_cartpole_steps_per_sec, dqn_cartpole_steps_per_sec,
   sac_pendulum_steps_per_sec
       one full iteration (collect + update) with the env's preset; reported per iteration and as
@@ -27,20 +30,17 @@ from pathlib import Path
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from harness import available_devices, Measurement, fmt_seconds, run_rounds  # noqa: E402
+from harness import Measurement, available_devices, fmt_seconds, run_rounds
 
-from thrust_app.algos import ALGOS  # noqa: E402
-from thrust_app.algos.a2c import a2c_update  # noqa: E402
-from thrust_app.algos.ppo import ppo_update  # noqa: E402
-from thrust_app.config import apply_overrides  # noqa: E402
-from thrust_app.device import cuda_summary, resolve_device  # noqa: E402
-from thrust_app.envs.batched import make_batched  # noqa: E402
-from thrust_app.presets import get_preset  # noqa: E402
-from thrust_app.rollout import collect_rollout, compute_gae  # noqa: E402
-from thrust_app.tensors import EnvIO  # noqa: E402
+from thrust_app.algos import ALGOS
+from thrust_app.config import apply_overrides
+from thrust_app.device import cuda_summary, resolve_device
+from thrust_app.envs.batched import make_batched
+from thrust_app.presets import get_preset
+from thrust_app.rollout import collect_rollout, compute_gae
+from thrust_app.tensors import EnvIO
 
-PAIRS = {"a2c": "thrust/CartPole-v0", "ppo": "thrust/CartPole-v0", "dqn": "thrust/CartPole-v0",
-         "sac": "thrust/Pendulum-v0"}
+PAIRS = {"a2c": "thrust/CartPole-v0", "ppo": "thrust/CartPole-v0", "dqn": "thrust/CartPole-v0", "sac": "thrust/Pendulum-v0"}
 
 
 def build(algo: str, device: torch.device, **extra):
@@ -49,39 +49,40 @@ def build(algo: str, device: torch.device, **extra):
     config = apply_overrides(apply_overrides(cls.Config(), get_preset(algo, env_id).config), extra)
     env = make_batched(env_id, config.n_envs, seed=0)
     agent = cls(env.observation_space.shape, env.action_space, config, device, seed=0)
-    agent.total_timesteps = 10**9
+    agent.apply_schedules(1.0)
     io = EnvIO(device)
     return agent, env, io, io.reset(env)
 
 
-def train_step(algo: str, device: torch.device) -> Callable[[], object]:
-    """One update on a batch that is ready (collected once, before timing)."""
+def train_step(algo: str, device: torch.device, backward: str = "fast") -> Callable[[], object]:
+    """One update on a batch that is ready (collected once, before timing); A2C and PPO compute their
+    gradients the `backward` way (fast: written out; autograd: the reference)."""
     if algo in ("dqn", "sac"):
         agent, env, io, obs = build(algo, device, learning_starts=1)
         while agent.buffer.size < 2048:
-            obs = agent.iteration(env, io, obs, 1.0).obs
+            obs = agent.iteration(env, io, obs).obs
         return agent.train_step
-    if algo == "ppo":
-        agent, env, io, obs = build(algo, device, n_envs=8, n_steps=32, n_epochs=1)  # 256 samples = one minibatch
+    if algo == "ppo":  # 256 samples = one minibatch
+        agent, env, io, obs = build(algo, device, n_envs=8, n_steps=32, n_epochs=1, backward=backward)
     else:
-        agent, env, io, obs = build(algo, device)
-    c = agent.config
-    rollout, _ = collect_rollout(env, io, obs, agent.net, c.n_steps, c.gamma)
-    adv, ret = compute_gae(rollout.rewards, rollout.values, rollout.dones, rollout.last_values, c.gamma, c.gae_lambda)
-    if algo == "ppo":
-        return lambda: ppo_update(agent.net, agent.optimizer, rollout, adv, ret, c.clip_range, c, agent.generator)
-    return lambda: a2c_update(agent.net, agent.optimizer, rollout, adv, ret, c)
+        agent, env, io, obs = build(algo, device, backward=backward)
+    config = agent.config
+    rollout, _ = collect_rollout(env, io, obs, agent.net, config.n_steps, config.gamma)
+    advantages, returns = compute_gae(
+        rollout.rewards, rollout.values, rollout.dones, rollout.last_values, config.gamma, config.gae_lambda
+    )
+    return lambda: agent.update(rollout, advantages, returns)
 
 
-def full_loop(algo: str, device: torch.device) -> tuple[Callable[[], object], float]:
+def full_loop(algo: str, device: torch.device, **extra) -> tuple[Callable[[], object], float]:
     """One collect+update iteration; returns the call and the env steps it takes."""
-    agent, env, io, obs = build(algo, device, **({"learning_starts": 1} if algo in ("dqn", "sac") else {}))
+    agent, env, io, obs = build(algo, device, **({"learning_starts": 1} if algo in ("dqn", "sac") else extra))
     state = {"obs": obs}
 
     def iterate():
-        it = agent.iteration(env, io, state["obs"], 1.0)
-        state["obs"] = it.obs
-        return it
+        iteration = agent.iteration(env, io, state["obs"])
+        state["obs"] = iteration.obs
+        return iteration
 
     steps = iterate().steps
     return iterate, steps
@@ -97,24 +98,42 @@ def main() -> None:
 
     devices = available_devices(args.devices)
     benches, units, sync = {}, {}, {}
-    for group, algo in [("a2c_train_step", "a2c"), ("ppo_train_step", "ppo"), ("dqn_train_step", "dqn"),
-                        ("sac_train_step", "sac")]:
+    for group, algo, extra in [
+        ("a2c_train_step", "a2c", {}),
+        ("a2c_train_step_autograd", "a2c", {"backward": "autograd"}),
+        ("ppo_train_step", "ppo", {}),
+        ("ppo_train_step_autograd", "ppo", {"backward": "autograd"}),
+        ("dqn_train_step", "dqn", {}),
+        ("sac_train_step", "sac", {}),
+    ]:
         for d in devices:
-            benches[f"{group}/{d}"] = train_step(algo, resolve_device(d))
-    for group, algo in [("a2c_cartpole_steps_per_sec", "a2c"), ("ppo_cartpole_steps_per_sec", "ppo"),
-                        ("dqn_cartpole_steps_per_sec", "dqn"), ("sac_pendulum_steps_per_sec", "sac")]:
+            benches[f"{group}/{d}"] = train_step(algo, resolve_device(d), **extra)
+    for group, algo, extra in [
+        ("a2c_cartpole_steps_per_sec", "a2c", {}),
+        ("ppo_cartpole_steps_per_sec", "ppo", {}),
+        ("ppo_cartpole_steps_per_sec_autograd", "ppo", {"backward": "autograd"}),
+        ("dqn_cartpole_steps_per_sec", "dqn", {}),
+        ("sac_pendulum_steps_per_sec", "sac", {}),
+    ]:
         for d in devices:
-            benches[f"{group}/{d}"], units[f"{group}/{d}"] = full_loop(algo, resolve_device(d))
+            benches[f"{group}/{d}"], units[f"{group}/{d}"] = full_loop(algo, resolve_device(d), **extra)
     for name in benches:
         if name.endswith("/cuda"):
             sync[name] = torch.cuda.synchronize
     results = run_rounds(benches, rounds, min_time, warmup, sync, units)
     print_table(results, devices)
     if args.json:
-        host = {"machine": platform.machine(), "processor": platform.processor(), "python": platform.python_version(),
-                "torch": torch.__version__, "cuda": cuda_summary(), "threads": torch.get_num_threads()}
-        args.json.write_text(json.dumps({"host": host, "quick": args.quick,
-                                         "results": [m.as_dict() for m in results.values()]}, indent=2))
+        host = {
+            "machine": platform.machine(),
+            "processor": platform.processor(),
+            "python": platform.python_version(),
+            "torch": torch.__version__,
+            "cuda": cuda_summary(),
+            "threads": torch.get_num_threads(),
+        }
+        args.json.write_text(
+            json.dumps({"host": host, "quick": args.quick, "results": [m.as_dict() for m in results.values()]}, indent=2)
+        )
         print(f"wrote {args.json}")
 
 

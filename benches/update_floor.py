@@ -19,7 +19,7 @@ from pathlib import Path
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from trainer_throughput import build  # noqa: E402
+from trainer_throughput import build
 
 #: algo -> (forward passes with the same matmul work as one update, batch size)
 WORK = {"dqn": (4, 64), "sac": (16, 256)}
@@ -45,20 +45,22 @@ def main() -> None:
     for algo, (forwards, batch) in WORK.items():
         agent, env, io, obs = build(algo, torch.device("cpu"), learning_starts=1)
         while agent.buffer.size < 2048:
-            obs = agent.iteration(env, io, obs, 1.0).obs
+            obs = agent.iteration(env, io, obs).obs
         net = agent.q_net if algo == "dqn" else agent.critic.qs[0]
         first = next(m for m in net.modules() if isinstance(m, torch.nn.Linear))
         x = torch.randn(batch, first.in_features)
 
         @torch.no_grad()
-        def arithmetic() -> None:
+        def arithmetic(net=net, x=x, forwards=forwards) -> None:
             for _ in range(forwards):
                 net(x)
 
         calls = 100 if algo == "dqn" else 20
         update, floor = best_ms(agent.train_step, calls, args.rounds), best_ms(arithmetic, calls, args.rounds)
-        print(f"{algo}: update {update:.2f} ms; its matmul work as {forwards} plain forwards {floor:.2f} ms "
-              f"({floor / update:.0%} of the update)")
+        print(
+            f"{algo}: update {update:.2f} ms; its matmul work as {forwards} plain forwards {floor:.2f} ms "
+            f"({floor / update:.0%} of the update)"
+        )
 
 
 if __name__ == "__main__":

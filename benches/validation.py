@@ -53,8 +53,17 @@ def run_one(job: tuple[str, str, int]) -> dict:
     with tempfile.TemporaryDirectory() as tmp:
         run_dir = Path(tmp) / "run"
         eval_every = 500 if env == "bandit" else 5000
-        summary = train(algo, env, seed=seed, device="cpu", run_dir=run_dir, eval_every=eval_every,
-                        eval_episodes=10, progress=False, log=lambda _: None)
+        summary = train(
+            algo,
+            env,
+            seed=seed,
+            device="cpu",
+            run_dir=run_dir,
+            eval_every=eval_every,
+            eval_episodes=10,
+            progress=False,
+            log=lambda _: None,
+        )
         evals = [(r["step"], r["eval_mean"]) for r in read_jsonl(run_dir / "metrics.jsonl") if r["kind"] == "eval"]
         final_episodes = 1000 if env == "bandit" else 50
         spec, policy = load_policy(run_dir)
@@ -68,10 +77,21 @@ def run_one(job: tuple[str, str, int]) -> dict:
     met_s = None
     if met is not None:
         met_s = summary["wall_s"] * met / summary["timesteps"]  # approximate: wall time is spread evenly
-    return {"algo": algo, "env": env, "seed": seed, "timesteps": summary["timesteps"], "wall_s": summary["wall_s"],
-            "sps": summary["sps"], "evals": evals, "target": target, "target_met_at_step": met,
-            "target_met_at_s": met_s, "final_mean": final.mean, "final_std": final.std,
-            "final_episodes": final_episodes}
+    return {
+        "algo": algo,
+        "env": env,
+        "seed": seed,
+        "timesteps": summary["timesteps"],
+        "wall_s": summary["wall_s"],
+        "sps": summary["sps"],
+        "evals": evals,
+        "target": target,
+        "target_met_at_step": met,
+        "target_met_at_s": met_s,
+        "final_mean": final.mean,
+        "final_std": final.std,
+        "final_episodes": final_episodes,
+    }
 
 
 def random_baseline(env: str, episodes: int = 200) -> float:
@@ -86,7 +106,7 @@ def random_baseline(env: str, episodes: int = 200) -> float:
 
 def fmt_steps(values: list, target) -> str:
     if target is None:
-        return "–"
+        return "—"
     done = [v for v in values if v is not None]
     if not done:
         return "not met"
@@ -119,14 +139,19 @@ def write_markdown(results: list[dict], out: Path, seeds: int) -> None:
             continue
         finals = [r["final_mean"] for r in rows]
         fmt = (lambda v: f"{v:.1%}") if env == "bandit" else (lambda v: f"{v:.1f}")
+        solved = fmt_steps([r["target_met_at_step"] for r in rows], target)
         lines.append(
-            f"| {algo} | {env} | {note} | {rows[0]['timesteps']:,} | {fmt_steps([r['target_met_at_step'] for r in rows], target)} "
+            f"| {algo} | {env} | {note} | {rows[0]['timesteps']:,} | {solved} "
             f"| {statistics.median(r['wall_s'] for r in rows):.0f} | {statistics.median(r['sps'] for r in rows):,.0f} "
             f"| {fmt(statistics.fmean(finals))} ({', '.join(fmt(v) for v in finals)}) |"
         )
-    lines += ["", "Random-policy baselines (same evaluation): "
-              f"bandit {random_baseline('bandit'):.1%}, snake {random_baseline('snake'):.2f} "
-              "(mean return: +1 per food, -1 for dying).", ""]
+    lines += [
+        "",
+        "Random-policy baselines (same evaluation): "
+        f"bandit {random_baseline('bandit'):.1%}, snake {random_baseline('snake'):.2f} "
+        "(mean return: +1 per food, -1 for dying).",
+        "",
+    ]
     out.write_text("\n".join(lines))
 
 
@@ -148,8 +173,11 @@ def main() -> None:
         for result in pool.imap_unordered(run_one, todo):
             results.append(result)
             args.results.write_text(json.dumps(results, indent=1))
-            print(f"{result['algo']:4s} {result['env']:9s} seed {result['seed']}: final {result['final_mean']:.3f}, "
-                  f"target met at {result['target_met_at_step']}, {result['wall_s']:.0f} s", flush=True)
+            print(
+                f"{result['algo']:4s} {result['env']:9s} seed {result['seed']}: final {result['final_mean']:.3f}, "
+                f"target met at {result['target_met_at_step']}, {result['wall_s']:.0f} s",
+                flush=True,
+            )
     write_markdown([r for r in results if r["seed"] < args.seeds], args.out, args.seeds)
     print(f"wrote {args.out}")
 

@@ -19,11 +19,14 @@ def main() -> None:
     device = os.environ.get("THRUST_DEVICE", "auto")
     seed = int(os.environ.get("SEED", "0"))
     with tempfile.TemporaryDirectory() as runs:
-        summary = train("ppo", "cartpole", timesteps=timesteps, seed=seed, device=device, run_dir=f"{runs}/ppo",
-                        eval_episodes=20)
-    print(f"mean return {summary['eval_mean']:.1f} +- {summary['eval_std']:.1f} over 20 episodes after "
-          f"{summary['timesteps']:,} steps ({summary['wall_s']:.1f} s on {summary['device']}, "
-          f"{summary['sps']:,.0f} steps/s)")
+        summary = train(
+            "ppo", "cartpole", timesteps=timesteps, seed=seed, device=device, run_dir=f"{runs}/ppo", eval_episodes=20
+        )
+    print(
+        f"mean return {summary['eval_mean']:.1f} +- {summary['eval_std']:.1f} over 20 episodes after "
+        f"{summary['timesteps']:,} steps ({summary['wall_s']:.1f} s on {summary['device']}, "
+        f"{summary['sps']:,.0f} steps/s)"
+    )
 
 
 if __name__ == "__main__":

@@ -32,19 +32,21 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as runs:
         for algo in ("a2c", "ppo", "dqn"):
             start = time.perf_counter()
-            summary = train(algo, "bandit", seed=seed, device=device, run_dir=f"{runs}/{algo}", progress=False,
-                            log=lambda _: None)
+            summary = train(
+                algo, "bandit", seed=seed, device=device, run_dir=f"{runs}/{algo}", progress=False, log=lambda _: None
+            )
             seconds = time.perf_counter() - start
             _, policy = load_policy(f"{runs}/{algo}", summary["device"])
 
-            def act(obs, policy=policy):
+            def act(obs, policy=policy, device=summary["device"]):
                 with torch.no_grad():
-                    obs_t = torch.as_tensor(obs, device=summary["device"])
-                    return deterministic_action(policy, obs_t).cpu().numpy()
+                    return deterministic_action(policy, torch.as_tensor(obs, device=device)).cpu().numpy()
 
             accuracy = evaluate(act, "bandit", EPISODES, seed=10_000).mean
-            print(f"{algo}: accuracy {accuracy:.1%} (random {baseline:.1%}) after {summary['timesteps']:,} steps, "
-                  f"{seconds:.1f} s on {summary['device']}")
+            print(
+                f"{algo}: accuracy {accuracy:.1%} (random {baseline:.1%}) after {summary['timesteps']:,} steps, "
+                f"{seconds:.1f} s on {summary['device']}"
+            )
 
 
 if __name__ == "__main__":

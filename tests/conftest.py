@@ -1,4 +1,5 @@
-"""Shared test set-up: one torch thread (small nets; see DEVELOPERS.md) and quiet gymnasium checks."""
+"""Shared test set-up: one torch thread, as Thrust trains small nets (a second thread only adds
+synchronisation on two cores)."""
 
 import os
 

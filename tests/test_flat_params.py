@@ -40,7 +40,7 @@ def assert_flat(net: nn.Module) -> None:
     before = [p.detach().clone() for p in net.parameters()]
     with torch.no_grad():
         net.flat.mul_(2.0)
-    for p, old in zip(net.parameters(), before):
+    for p, old in zip(net.parameters(), before, strict=True):
         torch.testing.assert_close(p.detach(), old * 2.0)
 
 
@@ -82,28 +82,34 @@ def test_one_buffer_clip_adam_and_polyak_equal_the_per_parameter_ones():
     for step in range(5):
         grads = [torch.randn_like(p) * (10.0 if step % 2 else 0.01) for p in plain_net.parameters()]
         for net in (flat_net, plain_net):
-            for p, g in zip(net.parameters(), grads):
+            for p, g in zip(net.parameters(), grads, strict=True):
                 p.grad.copy_(g)
         clip_grad_norm_(flat_net.flat, 0.5)
         nn.utils.clip_grad_norm_(list(plain_net.parameters()), 0.5)
-        torch.testing.assert_close(flat_net.flat.grad.norm(), torch.stack([p.grad.norm() for p in plain_net.parameters()]).norm())
+        torch.testing.assert_close(
+            flat_net.flat.grad.norm(), torch.stack([p.grad.norm() for p in plain_net.parameters()]).norm()
+        )
         flat_opt.step()
         plain_opt.step()
-        for a, b in zip(flat_net.parameters(), plain_net.parameters()):
+        for a, b in zip(flat_net.parameters(), plain_net.parameters(), strict=True):
             torch.testing.assert_close(a, b, atol=1e-6, rtol=1e-5)
 
     target = copy.deepcopy(flat_net)
     with torch.no_grad():
         flat_net.flat.add_(torch.randn_like(flat_net.flat))
-    want = [0.9 * t.detach() + 0.1 * s.detach() for t, s in zip(target.parameters(), flat_net.parameters())]
+    want = [0.9 * t.detach() + 0.1 * s.detach() for t, s in zip(target.parameters(), flat_net.parameters(), strict=True)]
     polyak(target, flat_net, 0.1)
-    for got, expected in zip(target.parameters(), want):
+    for got, expected in zip(target.parameters(), want, strict=True):
         torch.testing.assert_close(got.detach(), expected)
 
 
 #: algo -> {optimizer part: the net it steps}
-OPTIMIZED = {"a2c": {"optimizer": "net"}, "ppo": {"optimizer": "net"}, "dqn": {"optimizer": "q_net"},
-             "sac": {"actor_opt": "actor", "critic_opt": "critic"}}
+OPTIMIZED = {
+    "a2c": {"optimizer": "net"},
+    "ppo": {"optimizer": "net"},
+    "dqn": {"optimizer": "q_net"},
+    "sac": {"actor_opt": "actor", "critic_opt": "critic"},
+}
 
 
 @pytest.mark.parametrize("algo", OPTIMIZED)
@@ -114,9 +120,8 @@ def test_a_version_1_checkpoint_resumes_where_it_stopped(algo, tmp_path):
 
     env = make_batched("pendulum" if algo == "sac" else "cartpole", 1, seed=0)
     cls = ALGOS[algo]
-    old, new = (cls(env.observation_space.shape, env.action_space, cls.Config(), torch.device("cpu"), 0)
-                for _ in range(2))
-    old_parts, new_parts = old.parts(), new.parts()
+    old, new = (cls(env.observation_space.shape, env.action_space, cls.Config(), torch.device("cpu"), 0) for _ in range(2))
+    old_parts, new_parts = old.stateful_parts(), new.stateful_parts()
     per_param = {}  # the optimizers as version 1 built them: over each net's parameters
     for opt_name, net_name in OPTIMIZED[algo].items():
         opt = old_parts[opt_name]
@@ -135,13 +140,13 @@ def test_a_version_1_checkpoint_resumes_where_it_stopped(algo, tmp_path):
 
     for opt_name, net_name in OPTIMIZED[algo].items():
         old_net, new_net = old_parts[net_name], new_parts[net_name]
-        for a, b in zip(old_net.parameters(), new_net.parameters()):
+        for a, b in zip(old_net.parameters(), new_net.parameters(), strict=True):
             g = torch.randn_like(a)
             a.grad.copy_(g)
             b.grad.copy_(g)
         per_param[opt_name].step()
         new_parts[opt_name].step()
-        for a, b in zip(old_net.parameters(), new_net.parameters()):
+        for a, b in zip(old_net.parameters(), new_net.parameters(), strict=True):
             torch.testing.assert_close(a.detach(), b.detach(), atol=1e-6, rtol=1e-5)
 
 
@@ -151,5 +156,5 @@ def test_a_checkpoint_from_a_newer_thrust_is_refused_with_the_fix(tmp_path):
     saved = torch.load(run / "last.pt", weights_only=True)
     saved["version"] = 99
     torch.save(saved, run / "last.pt")
-    with pytest.raises(CheckpointError, match="version 99.*upgrade Thrust"):
+    with pytest.raises(CheckpointError, match=r"version 99.*upgrade Thrust"):
         load_checkpoint(run / "last.pt")

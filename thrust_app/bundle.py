@@ -83,8 +83,10 @@ def load_bundle(path: str | Path) -> Bundle:
         raise BundleError(f"{path} has a manifest but no {MODEL_FILE}")
     digest = sha256_file(model)
     if digest != manifest.get("sha256"):
-        raise BundleError(f"{model} does not match its manifest: sha256 {digest[:12]}... but the manifest says "
-                          f"{str(manifest.get('sha256'))[:12]}...; re-export the bundle or restore the file")
+        raise BundleError(
+            f"{model} does not match its manifest: sha256 {digest[:12]}... but the manifest says "
+            f"{str(manifest.get('sha256'))[:12]}...; re-export the bundle or restore the file"
+        )
     return Bundle(path, manifest)
 
 
@@ -111,15 +113,17 @@ def read_actions(outputs: dict[str, np.ndarray], bundle: Bundle) -> np.ndarray:
     if actions is None:
         raise BundleError(f"the model gave no '{bundle.action_output}' output (it gave {sorted(outputs)})")
     if actions.dtype != np.dtype(expected):
-        raise BundleError(f"action output '{bundle.action_output}' has dtype {actions.dtype}, expected {expected}; "
-                          "the bundle and this reader disagree on the action dtype")
+        raise BundleError(
+            f"action output '{bundle.action_output}' has dtype {actions.dtype}, expected {expected}; "
+            "the bundle and this reader disagree on the action dtype"
+        )
     return actions
 
 
 class OnnxPolicy:
     """A bundle's policy in onnxruntime on the CPU execution provider (named explicitly)."""
 
-    PROVIDERS = ["CPUExecutionProvider"]
+    PROVIDERS: tuple[str, ...] = ("CPUExecutionProvider",)
 
     def __init__(self, bundle: Bundle, providers: list[str] | None = None) -> None:
         import onnxruntime as ort
@@ -129,7 +133,7 @@ class OnnxPolicy:
         options = ort.SessionOptions()
         options.intra_op_num_threads = 1
         options.inter_op_num_threads = 1
-        self.session = ort.InferenceSession(str(bundle.model_path), options, providers=providers or self.PROVIDERS)
+        self.session = ort.InferenceSession(str(bundle.model_path), options, providers=list(providers or self.PROVIDERS))
         inputs = self.session.get_inputs()
         if len(inputs) != 1:
             raise BundleError(f"{bundle.model_path} has {len(inputs)} inputs; a policy takes one (the observation)")
@@ -137,13 +141,15 @@ class OnnxPolicy:
         model_shape = list(inputs[0].shape[1:])
         obs_shape = list(bundle.manifest["observation"]["shape"])
         if model_shape != obs_shape:
-            raise BundleError(f"{bundle.model_path} takes observations of shape {model_shape}, but "
-                              f"{bundle.env_id} gives {obs_shape}: the model does not fit the env")
+            raise BundleError(
+                f"{bundle.model_path} takes observations of shape {model_shape}, but "
+                f"{bundle.env_id} gives {obs_shape}: the model does not fit the env"
+            )
         self.output_names = [o.name for o in self.session.get_outputs()]
 
     def run(self, obs: np.ndarray) -> dict[str, np.ndarray]:
         outputs = self.session.run(None, {self.input_name: np.ascontiguousarray(obs, dtype=np.float32)})
-        return dict(zip(self.output_names, outputs))
+        return dict(zip(self.output_names, outputs, strict=True))
 
     def act(self, obs: np.ndarray) -> np.ndarray:
         return read_actions(self.run(obs), self.bundle)
@@ -151,13 +157,15 @@ class OnnxPolicy:
 
 def check_bundle_fits_env(bundle: Bundle) -> None:
     """The manifest's observation and action spaces must be the env's own."""
-    from .envs.batched import make_batched
+    from .envs import env_spaces
 
-    env = make_batched(bundle.env_id, 1, seed=0)
-    obs_shape = list(env.observation_space.shape)
+    obs_space, action_space = env_spaces(bundle.env_id)
+    obs_shape = list(obs_space.shape)
     if obs_shape != list(bundle.manifest["observation"]["shape"]):
-        raise BundleError(f"bundle {bundle.path} expects observations {bundle.manifest['observation']['shape']}, "
-                          f"but {bundle.env_id} gives {obs_shape}")
+        raise BundleError(
+            f"bundle {bundle.path} expects observations {bundle.manifest['observation']['shape']}, "
+            f"but {bundle.env_id} gives {obs_shape}"
+        )
     space = bundle.manifest["action_space"]
-    if bundle.discrete != hasattr(env.action_space, "n") or (bundle.discrete and space["n"] != env.action_space.n):
+    if bundle.discrete != hasattr(action_space, "n") or (bundle.discrete and space["n"] != action_space.n):
         raise BundleError(f"bundle {bundle.path} acts in {space}, which is not {bundle.env_id}'s action space")

@@ -21,8 +21,10 @@ def _cmd_envs(args: argparse.Namespace) -> int:
         env = make_core(env_id)
         space = env.action_space
         actions = f"Discrete({space.n})" if hasattr(space, "n") else f"Box{space.shape} in [{space.low}, {space.high}]"
-        print(f"{alias:9s} {env_id:20s} obs {env.observation_space.shape}  actions {actions}  "
-              f"limit {env.max_episode_steps or '-'}")
+        print(
+            f"{alias:9s} {env_id:20s} obs {env.observation_space.shape}  actions {actions}  "
+            f"limit {env.max_episode_steps or '-'}"
+        )
     return 0
 
 
@@ -32,15 +34,29 @@ def _cmd_train(args: argparse.Namespace) -> int:
     if args.resume:
         if args.algo or args.env:
             raise UsageError("--resume continues a run as it was configured; give no ALGO or ENV with it")
-        summary = resume(args.resume, device=args.device if args.device != "auto" else None,
-                         timesteps=args.timesteps, progress=not args.quiet)
+        summary = resume(
+            args.resume,
+            device=args.device if args.device != "auto" else None,
+            timesteps=args.timesteps,
+            progress=not args.quiet,
+        )
     else:
         if not (args.algo and args.env):
             raise UsageError("thrust train needs ALGO and ENV (e.g. `thrust train ppo cartpole`), or --resume RUN_DIR")
-        summary = train(args.algo, args.env, timesteps=args.timesteps, seed=args.seed, device=args.device,
-                        run_dir=args.run_dir, eval_every=args.eval_every, eval_episodes=args.eval_episodes,
-                        stop_at_return=args.stop_at_return, overrides=args.set, env_backend=args.env_backend,
-                        progress=not args.quiet)
+        summary = train(
+            args.algo,
+            args.env,
+            timesteps=args.timesteps,
+            seed=args.seed,
+            device=args.device,
+            run_dir=args.run_dir,
+            eval_every=args.eval_every,
+            eval_episodes=args.eval_episodes,
+            stop_at_return=args.stop_at_return,
+            overrides=args.set,
+            env_backend=args.env_backend,
+            progress=not args.quiet,
+        )
     _print_summary(summary)
     if summary["status"] == "interrupted":
         print("thrust: interrupted; continue with `thrust train --resume RUN_DIR`", file=sys.stderr)
@@ -49,12 +65,17 @@ def _cmd_train(args: argparse.Namespace) -> int:
 
 
 def _print_summary(summary: dict) -> None:
-    solved = (f"solved at step {summary['solved_at_step']:,} ({summary['solved_at_s']:.1f} s)"
-              if summary.get("solved_at_step") is not None else "not solved")
+    solved = (
+        f"solved at step {summary['solved_at_step']:,} ({summary['solved_at_s']:.1f} s)"
+        if summary.get("solved_at_step") is not None
+        else "not solved"
+    )
     ev = summary.get("eval_mean")
     ev_text = f"eval {ev:.3f} +- {summary['eval_std']:.3f}" if ev is not None else "no eval"
-    print(f"{summary['algo']} {summary['env']}: {summary['status']} after {summary['timesteps']:,} steps in "
-          f"{summary['wall_s']:.1f} s ({summary['sps']:,.0f} steps/s on {summary['device']}); {ev_text}; {solved}")
+    print(
+        f"{summary['algo']} {summary['env']}: {summary['status']} after {summary['timesteps']:,} steps in "
+        f"{summary['wall_s']:.1f} s ({summary['sps']:,.0f} steps/s on {summary['device']}); {ev_text}; {solved}"
+    )
 
 
 def _cmd_eval(args: argparse.Namespace) -> int:
@@ -68,21 +89,26 @@ def _cmd_eval(args: argparse.Namespace) -> int:
     runtime = args.runtime or ("onnxruntime" if is_bundle else "torch")
     if runtime == "onnxruntime":
         if not is_bundle:
-            raise UsageError(f"{path} is not a bundle; export the run first (`thrust export {path}`) "
-                             "or evaluate it with --runtime torch")
+            raise UsageError(
+                f"{path} is not a bundle; export the run first (`thrust export {path}`) or evaluate it with --runtime torch"
+            )
         from .bundle import OnnxPolicy
 
         bundle = load_bundle(path)
         check_bundle_fits_env(bundle)
-        act, env_id, label = OnnxPolicy(bundle).act, bundle.env_id, f"{bundle.manifest['algo']} bundle"
+        act = OnnxPolicy(bundle).act
+        env_id = bundle.env_id
+        label = f"{bundle.manifest['algo']} bundle"
     else:
         run = Path(load_bundle(path).manifest["source_run"]) if is_bundle else path
         if is_bundle and not run.is_dir():
             raise UsageError(f"the bundle's source run {run} is not here; evaluate the bundle with --runtime onnxruntime")
         act, env_id, label = _torch_policy(run, args.device)
     result = evaluate(act, env_id, args.episodes, args.seed)
-    print(f"{label} on {env_id} ({runtime}): mean return {result.mean:.3f} +- {result.std:.3f} over "
-          f"{args.episodes} episodes (seeds {args.seed}..{args.seed + args.episodes - 1})")
+    print(
+        f"{label} on {env_id} ({runtime}): mean return {result.mean:.3f} +- {result.std:.3f} over "
+        f"{args.episodes} episodes (seeds {args.seed}..{args.seed + args.episodes - 1})"
+    )
     print("returns:", " ".join(f"{r:.6g}" for r in result.returns))
     return 0
 
@@ -109,10 +135,12 @@ def _cmd_export(args: argparse.Namespace) -> int:
     bundle = export_run(args.run_dir, args.out, force=args.force)
     parity = bundle.manifest["parity"]
     agreement = f", actions agree {parity['action_agreement']:.1%}" if "action_agreement" in parity else ""
-    print(f"exported {bundle.manifest['algo']} on {bundle.env_id} to {bundle.path} "
-          f"({bundle.model_path.stat().st_size / 1024:.0f} KiB, IR {bundle.manifest['onnx']['ir_version']}, "
-          f"opset {bundle.manifest['onnx']['opset']}); torch vs onnxruntime: max |diff| {parity['max_abs_diff']:.2g}"
-          f"{agreement}")
+    print(
+        f"exported {bundle.manifest['algo']} on {bundle.env_id} to {bundle.path} "
+        f"({bundle.model_path.stat().st_size / 1024:.0f} KiB, IR {bundle.manifest['onnx']['ir_version']}, "
+        f"opset {bundle.manifest['onnx']['opset']}); torch vs onnxruntime: max |diff| {parity['max_abs_diff']:.2g}"
+        f"{agreement}"
+    )
     return 0
 
 
@@ -137,9 +165,23 @@ def _cmd_app(args: argparse.Namespace) -> int:
     from pathlib import Path
 
     app = Path(__file__).resolve().parent / "dashboard" / "app.py"
-    command = [sys.executable, "-m", "streamlit", "run", str(app), "--server.address", "127.0.0.1",
-               "--server.port", str(args.port), "--server.headless", "true", "--browser.gatherUsageStats", "false",
-               "--client.toolbarMode", "viewer"]
+    command = [
+        sys.executable,
+        "-m",
+        "streamlit",
+        "run",
+        str(app),
+        "--server.address",
+        "127.0.0.1",
+        "--server.port",
+        str(args.port),
+        "--server.headless",
+        "true",
+        "--browser.gatherUsageStats",
+        "false",
+        "--client.toolbarMode",
+        "viewer",
+    ]
     print(f"thrust: dashboard on http://127.0.0.1:{args.port}  (Ctrl-C to stop)", flush=True)
     try:
         return subprocess.call(command, env={**os.environ, "PYTHONUNBUFFERED": "1"})
@@ -158,9 +200,12 @@ def build_parser() -> argparse.ArgumentParser:
     envs = sub.add_parser("envs", help="list Thrust's environments and their spaces")
     envs.set_defaults(func=_cmd_envs)
 
-    tr = sub.add_parser("train", help="train an algorithm on an environment (or --resume a run)",
-                        description="Train ALGO (a2c, ppo, dqn, sac) on ENV (a Thrust alias such as cartpole, or any "
-                                    "gymnasium id such as CartPole-v1), starting from the tuned preset.")
+    tr = sub.add_parser(
+        "train",
+        help="train an algorithm on an environment (or --resume a run)",
+        description="Train ALGO (a2c, ppo, dqn, sac) on ENV (a Thrust alias such as cartpole, or any "
+        "gymnasium id such as CartPole-v1), starting from the tuned preset.",
+    )
     tr.add_argument("algo", nargs="?", help="a2c, ppo, dqn or sac")
     tr.add_argument("env", nargs="?", help="bandit, cartpole, pendulum, snake, a thrust/... id, or a gymnasium id")
     tr.add_argument("--timesteps", type=int, help="env steps to train (default: the preset's)")
@@ -170,10 +215,19 @@ def build_parser() -> argparse.ArgumentParser:
     tr.add_argument("--eval-every", type=int, help="env steps between evaluations (default: timesteps/20)")
     tr.add_argument("--eval-episodes", type=int, default=10, help="deterministic episodes per evaluation")
     tr.add_argument("--stop-at-return", type=float, help="stop once an evaluation's mean return reaches this")
-    tr.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
-                    help="override a config value, e.g. --set learning_rate=1e-3 (repeatable)")
-    tr.add_argument("--env-backend", choices=("numpy", "torch"), default="numpy",
-                    help="batched envs as numpy arrays on the host (default) or torch tensors on the training device")
+    tr.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="override a config value, e.g. --set learning_rate=1e-3 (repeatable)",
+    )
+    tr.add_argument(
+        "--env-backend",
+        choices=("numpy", "torch"),
+        default="numpy",
+        help="batched envs as numpy arrays on the host (default) or torch tensors on the training device",
+    )
     tr.add_argument("--resume", metavar="RUN_DIR", help="continue a run from its last checkpoint")
     tr.add_argument("--quiet", action="store_true", help="no progress bar")
     tr.set_defaults(func=_cmd_train)
@@ -182,8 +236,11 @@ def build_parser() -> argparse.ArgumentParser:
     ev.add_argument("path", help="a run folder (runs/<name>) or a bundle folder (export/<name>)")
     ev.add_argument("--episodes", type=int, default=10)
     ev.add_argument("--seed", type=int, default=0, help="episode i uses seed SEED+i")
-    ev.add_argument("--runtime", choices=("torch", "onnxruntime"),
-                    help="torch (a run) or onnxruntime (a bundle; needs no torch); default: by what PATH is")
+    ev.add_argument(
+        "--runtime",
+        choices=("torch", "onnxruntime"),
+        help="torch (a run) or onnxruntime (a bundle; needs no torch); default: by what PATH is",
+    )
     ev.add_argument("--device", default="cpu", help="torch runtime only")
     ev.set_defaults(func=_cmd_eval)
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
+import math
 import typing
 from typing import Any, Literal, get_args, get_origin
 
@@ -17,36 +18,46 @@ class ConfigError(ValueError):
     """A config key or value that does not fit the algorithm's config."""
 
 
-def param(default: Any, help: str) -> Any:
-    """A config field with its default and its one-line meaning."""
+def param(default: Any, help: str, *, ge: float | None = None, gt: float | None = None, le: float | None = None) -> Any:
+    """A config field with its default, its one-line meaning, and the range its value must lie in
+    (`ge`: >=, `gt`: >, `le`: <=); `AlgoConfig.validate` checks every field against its own range."""
     if isinstance(default, (list, dict, set)):
         raise TypeError("use tuples for sequence defaults")
-    return dataclasses.field(default=default, metadata={"help": help})
+    return dataclasses.field(default=default, metadata={"help": help, "ge": ge, "gt": gt, "le": le})
+
+
+def check_range(name: str, value: float, ge: float | None, gt: float | None, le: float | None) -> None:
+    """Raise ConfigError unless `value` is finite and within the bounds given."""
+    if isinstance(value, float) and not math.isfinite(value):
+        raise ConfigError(f"{name} must be a finite number, got {value}")
+    low_ok = (ge is None or value >= ge) and (gt is None or value > gt)
+    if low_ok and (le is None or value <= le):
+        return
+    low = f"[{ge}" if ge is not None else f"({gt}" if gt is not None else None
+    if low is not None and le is not None:
+        raise ConfigError(f"{name} must be in {low}, {le}], got {value}")
+    bound = f">= {ge}" if ge is not None else f"> {gt}" if gt is not None else f"<= {le}"
+    raise ConfigError(f"{name} must be {bound}, got {value}")
 
 
 @dataclasses.dataclass
 class AlgoConfig:
     """Fields every algorithm has."""
 
-    n_envs: int = param(1, "environment copies stepped together")
-    learning_rate: float = param(3e-4, "optimizer step size at the start of training")
+    n_envs: int = param(1, "environment copies stepped together", ge=1)
+    learning_rate: float = param(3e-4, "optimizer step size at the start of training", gt=0)
     lr_schedule: Literal["constant", "linear"] = param("constant", "learning rate over training: constant, or linear to 0")
-    gamma: float = param(0.99, "discount factor")
+    gamma: float = param(0.99, "discount factor", ge=0, le=1)
     hidden: tuple[int, ...] = param((64, 64), "hidden layer sizes of the MLPs (image observations use a CNN)")
 
     def validate(self) -> None:
-        """Raise ConfigError on values no run could use; subclasses add their own checks."""
-        positive = [f.name for f in dataclasses.fields(self)
-                    if f.name in ("n_envs", "n_steps", "batch_size", "n_epochs", "buffer_size", "train_freq",
-                                  "gradient_steps", "target_update_interval")]
-        for name in positive:
-            if getattr(self, name) < 1:
-                raise ConfigError(f"{name} must be >= 1, got {getattr(self, name)}")
-        if not 0.0 <= self.gamma <= 1.0:
-            raise ConfigError(f"gamma must be in [0, 1], got {self.gamma}")
-        if self.learning_rate <= 0:
-            raise ConfigError(f"learning_rate must be > 0, got {self.learning_rate}")
-        if not self.hidden or any(h < 1 for h in self.hidden):
+        """Raise ConfigError on values no run could use: each field against the range it declares;
+        subclasses add checks that relate several fields."""
+        for field in dataclasses.fields(self):
+            value = getattr(self, field.name)
+            if isinstance(value, (int, float)) and not isinstance(value, bool):
+                check_range(field.name, value, field.metadata.get("ge"), field.metadata.get("gt"), field.metadata.get("le"))
+        if not self.hidden or any(size < 1 for size in self.hidden):
             raise ConfigError(f"hidden sizes must be >= 1, got {self.hidden}")
 
 
@@ -55,48 +66,60 @@ def field_help(config_cls: type) -> dict[str, str]:
     return {f.name: f.metadata.get("help", "") for f in dataclasses.fields(config_cls)}
 
 
-def _parse(name: str, raw: Any, hint: Any) -> Any:
+def _read_bool(text: str) -> bool:
+    if text.lower() in ("1", "true", "yes", "on"):
+        return True
+    if text.lower() in ("0", "false", "no", "off"):
+        return False
+    raise ValueError(text)
+
+
+def _read_int(text: str) -> int:
+    """100000 and 1e5 alike; 2.5 is no integer."""
+    number = float(text)
+    if not number.is_integer():
+        raise ValueError(text)
+    return int(number)
+
+
+def _read_sizes(text: str) -> tuple[int, ...]:
+    """'64,64', '64 64', '(64, 64)' or '[64, 64]'."""
+    return tuple(int(size) for size in text.strip("()[] ").replace(",", " ").split())
+
+
+_READERS = {bool: _read_bool, int: _read_int, float: float, str: str}
+_EXPECTED = {bool: "true or false", int: "an integer", float: "a number"}
+
+
+def _parse_value(name: str, raw: Any, hint: Any) -> Any:
+    """A value given as its own type (presets, saved configs) checked against the field's type."""
     origin = get_origin(hint)
+    if origin is tuple and isinstance(raw, (list, tuple)):
+        return tuple(int(size) for size in raw)
+    if hint is float and isinstance(raw, int) and not isinstance(raw, bool):
+        return float(raw)
+    if (origin is Literal and raw in get_args(hint)) or (isinstance(hint, type) and isinstance(raw, hint)):
+        return raw
+    raise ConfigError(f"{name}: {raw!r} is not a {getattr(hint, '__name__', hint)}")
+
+
+def _parse(name: str, raw: Any, hint: Any) -> Any:
+    """`raw` (text from --set or the dashboard, or a value) as the field's type, or a ConfigError saying
+    what was expected."""
     if not isinstance(raw, str):
-        if origin is tuple and isinstance(raw, (list, tuple)):
-            return tuple(int(v) for v in raw)
-        if hint is float and isinstance(raw, int) and not isinstance(raw, bool):
-            return float(raw)
-        if origin is Literal and raw in get_args(hint):
-            return raw
-        if isinstance(hint, type) and isinstance(raw, hint):
-            return raw
-        raise ConfigError(f"{name}: {raw!r} is not a {getattr(hint, '__name__', hint)}")
+        return _parse_value(name, raw, hint)
     text = raw.strip()
-    try:
-        if hint is bool:
-            if text.lower() in ("1", "true", "yes", "on"):
-                return True
-            if text.lower() in ("0", "false", "no", "off"):
-                return False
-            raise ValueError
-        if hint is int:  # accepts 100000 and 1e5
-            number = float(text)
-            if not number.is_integer():
-                raise ValueError
-            return int(number)
-        if hint is float:
-            return float(text)
-        if origin is Literal:
-            if text in get_args(hint):
-                return text
-            raise ConfigError(f"{name}: {text!r} is not one of {', '.join(map(str, get_args(hint)))}")
-        if origin is tuple:
-            parts = [p for p in text.strip("()[] ").replace(",", " ").split() if p]
-            return tuple(int(p) for p in parts)
-        if hint is str:
+    origin = get_origin(hint)
+    if origin is Literal:
+        if text in get_args(hint):
             return text
-    except ConfigError:
-        raise
+        raise ConfigError(f"{name}: {text!r} is not one of {', '.join(map(str, get_args(hint)))}")
+    reader = _read_sizes if origin is tuple else _READERS.get(hint)
+    try:
+        return reader(text)
     except ValueError:
-        pass
-    kind = {bool: "true or false", int: "an integer", float: "a number"}.get(hint, "e.g. 64,64" if origin is tuple else str(hint))
-    raise ConfigError(f"{name}: cannot read {text!r}; expected {kind}")
+        expected = "e.g. 64,64" if origin is tuple else _EXPECTED.get(hint, str(hint))
+        raise ConfigError(f"{name}: cannot read {text!r}; expected {expected}") from None
 
 
 def apply_overrides(config: Any, overrides: dict[str, Any] | list[str] | None, algo: str = "") -> Any:

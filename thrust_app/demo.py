@@ -10,7 +10,7 @@ from .envs.core import CORE_ENVS, Discrete, make_core
 def random_action(space, rng: random.Random):
     if isinstance(space, Discrete):
         return rng.randrange(space.n)
-    return [rng.uniform(lo, hi) for lo, hi in zip(space.low, space.high)]
+    return [rng.uniform(lo, hi) for lo, hi in zip(space.low, space.high, strict=True)]
 
 
 def run_demo(seed: int = 0, print_fn=print) -> dict[str, dict]:

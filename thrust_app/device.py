@@ -14,8 +14,8 @@ class DeviceError(ValueError):
 def cuda_summary() -> str:
     """One line on what CUDA this machine offers (for messages and the dashboard)."""
     if not torch.cuda.is_available():
-        return "no CUDA device (torch %s, built %s CUDA)" % (
-            torch.__version__, "with" if torch.version.cuda else "without")
+        built = "with" if torch.version.cuda else "without"
+        return f"no CUDA device (torch {torch.__version__}, built {built} CUDA)"
     names = ", ".join(torch.cuda.get_device_name(i) for i in range(torch.cuda.device_count()))
     return f"CUDA {torch.version.cuda}: {names}"
 
@@ -31,8 +31,9 @@ def resolve_device(name: str, torch_threads: int | None = 1) -> torch.device:
     if name == "auto":
         name = "cuda" if torch.cuda.is_available() else "cpu"
     if name.startswith("cuda") and not torch.cuda.is_available():
-        raise DeviceError(f"device {name!r} was asked for but this machine has {cuda_summary()}; "
-                          "use --device cpu or --device auto")
+        raise DeviceError(
+            f"device {name!r} was asked for but this machine has {cuda_summary()}; use --device cpu or --device auto"
+        )
     device = torch.device(name)
     if device.type == "cpu" and torch_threads:
         torch.set_num_threads(torch_threads)

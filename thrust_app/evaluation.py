@@ -29,12 +29,12 @@ class EvalResult:
         return statistics.pstdev(self.returns)
 
     def as_dict(self) -> dict:
-        return {"eval_mean": self.mean, "eval_std": self.std, "eval_returns": self.returns,
-                "eval_lengths": self.lengths}
+        return {"eval_mean": self.mean, "eval_std": self.std, "eval_returns": self.returns, "eval_lengths": self.lengths}
 
 
-def evaluate(act: Callable[[np.ndarray], np.ndarray], env_id: str, episodes: int = 10, seed: int = 0,
-             env_kwargs: dict | None = None) -> EvalResult:
+def evaluate(
+    act: Callable[[np.ndarray], np.ndarray], env_id: str, episodes: int = 10, seed: int = 0, env_kwargs: dict | None = None
+) -> EvalResult:
     """Run `episodes` episodes side by side, one env each, stepping all unfinished ones per policy call."""
     if episodes < 1:
         raise ValueError(f"episodes must be >= 1, got {episodes}")
@@ -45,7 +45,7 @@ def evaluate(act: Callable[[np.ndarray], np.ndarray], env_id: str, episodes: int
     while live:
         actions = np.asarray(act(np.stack([obs[i] for i in live]).astype(np.float32)))
         still = []
-        for i, action in zip(live, actions):
+        for i, action in zip(live, actions, strict=True):
             obs[i], reward, terminated, truncated, _ = envs[i].step(action if action.ndim else action.item())
             returns[i] += float(reward)
             lengths[i] += 1

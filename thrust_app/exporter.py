@@ -14,8 +14,8 @@ import json
 import logging
 import shutil
 import tempfile
-from pathlib import Path
 import warnings
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -24,12 +24,27 @@ from torch import nn
 
 from . import __version__
 from .algos.base import deterministic_action
-from .bundle import (BUNDLE_FORMAT, BUNDLE_VERSION, CONTINUOUS_ACTION_DTYPE, DISCRETE_ACTION_DTYPE, MANIFEST_FILE,
-                     MODEL_FILE, Bundle, BundleError, OnnxPolicy, check_model_file, load_bundle, sha256_file)
+from .bundle import (
+    BUNDLE_FORMAT,
+    BUNDLE_VERSION,
+    CONTINUOUS_ACTION_DTYPE,
+    DISCRETE_ACTION_DTYPE,
+    MANIFEST_FILE,
+    MODEL_FILE,
+    Bundle,
+    BundleError,
+    OnnxPolicy,
+    check_model_file,
+    load_bundle,
+    sha256_file,
+)
+from .envs import env_spaces
 from .envs.batched import make_batched
 from .envs.core import Discrete
+from .nets import ActorCritic
+from .run_spec import load_spec
 from .runs import RunDirError, read_json
-from .trainer import load_policy, load_spec
+from .trainer import load_policy
 
 #: Largest |torch - onnxruntime| accepted on any float output.
 MAX_ABS_DIFF = 1e-4
@@ -45,11 +60,9 @@ class ParityError(BundleError):
 class PolicyGraph(nn.Module):
     """What the ONNX graph computes: scores and an int32 action (discrete), or the bounded action."""
 
-    def __init__(self, policy: nn.Module, discrete: bool, lean: bool = True) -> None:
+    def __init__(self, policy: nn.Module, discrete: bool) -> None:
         super().__init__()
-        # Networks that compute more than acting needs offer a lean copy for export; parity is checked
-        # against the trained network itself (lean=False).
-        self.policy = policy.acting_module() if lean and hasattr(policy, "acting_module") else policy
+        self.policy = policy
         self.discrete = discrete
 
     def forward(self, obs: torch.Tensor):
@@ -60,17 +73,35 @@ class PolicyGraph(nn.Module):
         return out
 
 
+def exported_module(policy: nn.Module) -> nn.Module:
+    """The module the ONNX file holds: an actor-critic over vector observations as its policy tower alone
+    (a plain MLP, no value tower); every other policy as it is. Parity is checked against `policy` itself."""
+    if isinstance(policy, ActorCritic) and not policy.uses_cnn:
+        return policy.policy_mlp()
+    return policy
+
+
 def output_specs(algo: str, action_space: Any) -> list[dict[str, Any]]:
     if isinstance(action_space, Discrete):
         scores = "q_values" if algo == "dqn" else "logits"
-        meaning = ("Q-value of each action" if algo == "dqn" else "unnormalised log-probability of each action")
+        meaning = "Q-value of each action" if algo == "dqn" else "unnormalised log-probability of each action"
         return [
             {"name": scores, "dtype": "float32", "shape": ["batch", action_space.n], "meaning": meaning},
-            {"name": "action", "dtype": DISCRETE_ACTION_DTYPE, "shape": ["batch"],
-             "meaning": f"greedy action, argmax of {scores}"},
+            {
+                "name": "action",
+                "dtype": DISCRETE_ACTION_DTYPE,
+                "shape": ["batch"],
+                "meaning": f"greedy action, argmax of {scores}",
+            },
         ]
-    return [{"name": "action", "dtype": CONTINUOUS_ACTION_DTYPE, "shape": ["batch", *action_space.shape],
-             "meaning": "deterministic action, already squashed/clipped and scaled to the env's bounds"}]
+    return [
+        {
+            "name": "action",
+            "dtype": CONTINUOUS_ACTION_DTYPE,
+            "shape": ["batch", *action_space.shape],
+            "meaning": "deterministic action, already squashed/clipped and scaled to the env's bounds",
+        }
+    ]
 
 
 def export_onnx(graph: PolicyGraph, obs_shape: tuple[int, ...], outputs: list[dict[str, Any]], path: Path) -> None:
@@ -82,14 +113,20 @@ def export_onnx(graph: PolicyGraph, obs_shape: tuple[int, ...], outputs: list[di
     with contextlib.redirect_stdout(io.StringIO()), warnings.catch_warnings():
         warnings.simplefilter("ignore", FutureWarning)
         program = torch.onnx.export(
-            graph, (example,), dynamo=True, input_names=["obs"], output_names=[o["name"] for o in outputs],
+            graph,
+            (example,),
+            dynamo=True,
+            input_names=["obs"],
+            output_names=[o["name"] for o in outputs],
             dynamic_shapes={"obs": {0: torch.export.Dim("batch", min=1)}},
         )
         program.save(str(path), external_data=False)
     registration_log.setLevel(level)
 
 
-def sample_observations(env_id: str, policy: nn.Module, rng: np.random.Generator, n_env_steps: int = 256) -> dict[str, np.ndarray]:
+def sample_observations(
+    env_id: str, policy: nn.Module, rng: np.random.Generator, n_env_steps: int = 256
+) -> dict[str, np.ndarray]:
     """Random observations (within the space, or N(0, 1) where it is unbounded) and real ones from rollouts."""
     env = make_batched(env_id, 8, seed=int(rng.integers(2**31)))
     space = env.observation_space
@@ -112,18 +149,20 @@ def sample_observations(env_id: str, policy: nn.Module, rng: np.random.Generator
     return {"random": random_obs, "env": np.concatenate(seen).astype(np.float32)}
 
 
-def check_parity(graph: PolicyGraph, model_path: Path, manifest: dict[str, Any], samples: dict[str, np.ndarray]) -> dict[str, Any]:
+def check_parity(
+    graph: PolicyGraph, model_path: Path, manifest: dict[str, Any], samples: dict[str, np.ndarray]
+) -> dict[str, Any]:
     """Run torch and onnxruntime on the same observations; report the worst difference and agreement."""
     runner = OnnxPolicy(Bundle(model_path.parent, manifest))
     names = [o["name"] for o in manifest["outputs"]]
     worst, agree, total, ties = 0.0, 0, 0, 0
     for obs in samples.values():
-        for batch in ([obs[i : i + 1] for i in range(8)] + [obs]):  # batch 1 and the large batch
+        for batch in [obs[i : i + 1] for i in range(8)] + [obs]:  # batch 1 and the large batch
             with torch.no_grad():
                 expected = graph(torch.as_tensor(batch))
             expected = expected if isinstance(expected, tuple) else (expected,)
             got = runner.run(batch)
-            for name, want in zip(names, expected):
+            for name, want in zip(names, expected, strict=True):
                 want = want.numpy()
                 if want.dtype == np.float32:
                     worst = max(worst, float(np.max(np.abs(want - got[name]))))
@@ -134,8 +173,12 @@ def check_parity(graph: PolicyGraph, model_path: Path, manifest: dict[str, Any],
                 agree += int(same.sum())
                 ties += int((~same & near_tie).sum())
                 total += len(batch)
-    report = {"runtime": "onnxruntime CPUExecutionProvider", "max_abs_diff": worst,
-              "batch_sizes": [1, LARGE_BATCH], "observations": {k: len(v) for k, v in samples.items()}}
+    report = {
+        "runtime": "onnxruntime CPUExecutionProvider",
+        "max_abs_diff": worst,
+        "batch_sizes": [1, LARGE_BATCH],
+        "observations": {k: len(v) for k, v in samples.items()},
+    }
     if graph.discrete:
         report["action_agreement"] = agree / total
         report["near_tie_disagreements"] = ties
@@ -145,26 +188,27 @@ def check_parity(graph: PolicyGraph, model_path: Path, manifest: dict[str, Any],
     if graph.discrete and agree + ties < total:
         problems.append(f"actions agree on {agree}/{total} observations")
     if problems:
-        raise ParityError("the exported model does not act like the torch policy: " + "; ".join(problems)
-                          + "; nothing was written")
+        raise ParityError(
+            "the exported model does not act like the torch policy: " + "; ".join(problems) + "; nothing was written"
+        )
     return report
 
 
-def export_run(run_dir: str | Path, out: str | Path | None = None, force: bool = False,
-               export_root: str | Path = "export") -> Bundle:
+def export_run(
+    run_dir: str | Path, out: str | Path | None = None, force: bool = False, export_root: str | Path = "export"
+) -> Bundle:
     """Export a run's policy to a bundle folder (default `export/<run-name>`); returns the loaded bundle."""
     run_dir = Path(run_dir)
     spec = load_spec(run_dir)
     _, policy = load_policy(run_dir, "cpu")
-    env = make_batched(spec.env, 1, seed=0)
-    obs_shape, action_space = tuple(env.observation_space.shape), env.action_space
-    env.close()
+    obs_space, action_space = env_spaces(spec.env)
+    obs_shape = tuple(obs_space.shape)
     out_dir = Path(out) if out is not None else Path(export_root) / run_dir.resolve().name
     summary = read_json(run_dir / "summary.json") if (run_dir / "summary.json").exists() else {}
     config = read_json(run_dir / "config.json")
     outputs = output_specs(spec.algo, action_space)
     discrete = isinstance(action_space, Discrete)
-    graph = PolicyGraph(policy, discrete).eval()
+    graph = PolicyGraph(exported_module(policy), discrete).eval()
 
     out_dir.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.", dir=out_dir.parent))
@@ -174,28 +218,51 @@ def export_run(run_dir: str | Path, out: str | Path | None = None, force: bool =
         export_onnx(graph, obs_shape, outputs, model_path)
         model = check_model_file(model_path)
         manifest = {
-            "format": BUNDLE_FORMAT, "version": BUNDLE_VERSION, "env_id": spec.env, "algo": spec.algo,
-            "observation": {"shape": list(obs_shape), "dtype": "float32",
-                            "preprocessing": "none: feed the env's raw float32 observations, batch first"},
-            "action_space": ({"type": "discrete", "n": action_space.n} if discrete else
-                             {"type": "box", "shape": list(action_space.shape), "low": list(action_space.low),
-                              "high": list(action_space.high)}),
-            "inputs": [{"name": "obs", "dtype": "float32", "shape": ["batch", *obs_shape],
-                        "meaning": "a batch of observations"}],
-            "outputs": outputs, "action_output": "action",
-            "training": {k: summary.get(k) for k in ("timesteps", "eval_mean", "eval_std", "solved_at_step", "seed",
-                                                       "device", "wall_s")},
+            "format": BUNDLE_FORMAT,
+            "version": BUNDLE_VERSION,
+            "env_id": spec.env,
+            "algo": spec.algo,
+            "observation": {
+                "shape": list(obs_shape),
+                "dtype": "float32",
+                "preprocessing": "none: feed the env's raw float32 observations, batch first",
+            },
+            "action_space": (
+                {"type": "discrete", "n": action_space.n}
+                if discrete
+                else {
+                    "type": "box",
+                    "shape": list(action_space.shape),
+                    "low": list(action_space.low),
+                    "high": list(action_space.high),
+                }
+            ),
+            "inputs": [
+                {"name": "obs", "dtype": "float32", "shape": ["batch", *obs_shape], "meaning": "a batch of observations"}
+            ],
+            "outputs": outputs,
+            "action_output": "action",
+            "training": {
+                k: summary.get(k) for k in ("timesteps", "eval_mean", "eval_std", "solved_at_step", "seed", "device", "wall_s")
+            },
             "config": spec.config,
             "source_run": str(run_dir),
             "command": f"{config.get('command', spec.command())} --run-dir {run_dir} && "
-                       f"thrust export {run_dir} --out {out_dir}",
-            "onnx": {"ir_version": model.ir_version, "opset": max(o.version for o in model.opset_import if o.domain in ("", "ai.onnx"))},
-            "versions": {"thrust": __version__, "torch": torch.__version__, "onnx": _version("onnx"),
-                         "onnxruntime": _version("onnxruntime")},
+            f"thrust export {run_dir} --out {out_dir}",
+            "onnx": {
+                "ir_version": model.ir_version,
+                "opset": max(o.version for o in model.opset_import if o.domain in ("", "ai.onnx")),
+            },
+            "versions": {
+                "thrust": __version__,
+                "torch": torch.__version__,
+                "onnx": _version("onnx"),
+                "onnxruntime": _version("onnxruntime"),
+            },
             "sha256": sha256_file(model_path),
         }
         samples = sample_observations(spec.env, policy, np.random.default_rng(spec.seed))
-        manifest["parity"] = check_parity(PolicyGraph(policy, discrete, lean=False).eval(), model_path, manifest, samples)
+        manifest["parity"] = check_parity(PolicyGraph(policy, discrete).eval(), model_path, manifest, samples)
         (staging / MANIFEST_FILE).write_text(json.dumps(manifest, indent=2) + "\n")
         _move_into_place(staging, out_dir, manifest, force)
     except BaseException:
@@ -212,8 +279,10 @@ def _move_into_place(staging: Path, out_dir: Path, manifest: dict[str, Any], for
         except BundleError:
             same = False
         if not same and not force:
-            raise BundleError(f"{out_dir} already holds a different bundle (or other files); "
-                              "pass --force to replace it, or --out to choose another folder")
+            raise BundleError(
+                f"{out_dir} already holds a different bundle (or other files); "
+                "pass --force to replace it, or --out to choose another folder"
+            )
         backup = out_dir.with_name(f".{out_dir.name}.old")
         shutil.rmtree(backup, ignore_errors=True)
         out_dir.rename(backup)
@@ -231,17 +300,13 @@ def torch_policy_from_bundle(bundle: Bundle, device: str = "cpu") -> PolicyGraph
     import onnx
     from onnx import numpy_helper
 
-    from .algos import ALGOS
-    from .config import apply_overrides
+    from .algos import build_algorithm
 
-    m = bundle.manifest
-    if "config" not in m:
+    manifest = bundle.manifest
+    if "config" not in manifest:
         raise BundleError(f"{bundle.path} has no config in its manifest (exported by an older Thrust); re-export it")
-    algo_cls = ALGOS[m["algo"]]
-    config = apply_overrides(algo_cls.Config(), m["config"], m["algo"])
-    env = make_batched(m["env_id"], 1, seed=0)
-    agent = algo_cls(env.observation_space.shape, env.action_space, config, torch.device(device), 0)
-    graph = PolicyGraph(agent.policy, isinstance(env.action_space, Discrete)).eval()
+    agent = build_algorithm(manifest["algo"], manifest["env_id"], manifest["config"], torch.device(device))
+    graph = PolicyGraph(exported_module(agent.policy), isinstance(agent.action_space, Discrete)).eval()
     policy = graph.policy
     wanted = policy.state_dict()
     weights = {}

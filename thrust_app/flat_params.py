@@ -40,7 +40,7 @@ class FlatParameters(nn.Module):
         flat = torch.zeros(sum(sizes), dtype=first.dtype, device=first.device)
         grad = torch.zeros_like(flat)
         offset = 0
-        for p, size in zip(params, sizes):
+        for p, size in zip(params, sizes, strict=True):
             n = p.numel()
             flat[offset : offset + n].copy_(p.detach().reshape(-1))
             p.data = flat[offset : offset + n].view_as(p)
@@ -85,7 +85,7 @@ def flat_optimizer_state(saved: dict, params: list[torch.Tensor]) -> dict:
             continue
         flat = torch.zeros(sum(sizes), dtype=first.dtype)
         offset = 0
-        for state, p, size in zip(states, params, sizes):
+        for state, p, size in zip(states, params, sizes, strict=True):
             flat[offset : offset + p.numel()] = state[key].reshape(-1).cpu()
             offset += size
         flat_state[key] = flat

@@ -32,47 +32,162 @@ def _add(algo: str, env_ids: tuple[str, ...], preset: Preset) -> None:
         _PRESETS[(algo, env_id)] = preset
 
 
-_add("ppo", _CARTPOLE_IDS, Preset(100_000, {
-    "n_envs": 8, "n_steps": 32, "batch_size": 256, "gae_lambda": 0.8, "gamma": 0.98, "n_epochs": 20,
-    "ent_coef": 0.0, "learning_rate": 1e-3, "lr_schedule": "linear", "clip_range": 0.2, "clip_schedule": "linear",
-}, ZOO.format(algo="ppo", env="CartPole-v1")))
-_add("a2c", _CARTPOLE_IDS, Preset(200_000, {"n_envs": 8, "ent_coef": 0.0},
-                                   ZOO.format(algo="a2c", env="CartPole-v1") + " (budget cut from 500k to 200k)"))
-_add("dqn", _CARTPOLE_IDS, Preset(50_000, {
-    "learning_rate": 2.3e-3, "batch_size": 64, "buffer_size": 100_000, "learning_starts": 1000, "gamma": 0.99,
-    "target_update_interval": 10, "train_freq": 256, "gradient_steps": 128, "exploration_fraction": 0.16,
-    "exploration_final_eps": 0.04, "hidden": (256, 256),
-}, ZOO.format(algo="dqn", env="CartPole-v1")))
+_add(
+    "ppo",
+    _CARTPOLE_IDS,
+    Preset(
+        100_000,
+        {
+            "n_envs": 8,
+            "n_steps": 32,
+            "batch_size": 256,
+            "gae_lambda": 0.8,
+            "gamma": 0.98,
+            "n_epochs": 20,
+            "ent_coef": 0.0,
+            "learning_rate": 1e-3,
+            "lr_schedule": "linear",
+            "clip_range": 0.2,
+            "clip_schedule": "linear",
+        },
+        ZOO.format(algo="ppo", env="CartPole-v1"),
+    ),
+)
+_add(
+    "a2c",
+    _CARTPOLE_IDS,
+    Preset(
+        200_000, {"n_envs": 8, "ent_coef": 0.0}, ZOO.format(algo="a2c", env="CartPole-v1") + " (budget cut from 500k to 200k)"
+    ),
+)
+_add(
+    "dqn",
+    _CARTPOLE_IDS,
+    Preset(
+        50_000,
+        {
+            "learning_rate": 2.3e-3,
+            "batch_size": 64,
+            "buffer_size": 100_000,
+            "learning_starts": 1000,
+            "gamma": 0.99,
+            "target_update_interval": 10,
+            "train_freq": 256,
+            "gradient_steps": 128,
+            "exploration_fraction": 0.16,
+            "exploration_final_eps": 0.04,
+            "hidden": (256, 256),
+        },
+        ZOO.format(algo="dqn", env="CartPole-v1"),
+    ),
+)
 _add("sac", _PENDULUM_IDS, Preset(20_000, {"learning_rate": 1e-3}, ZOO.format(algo="sac", env="Pendulum-v1")))
-_add("ppo", _PENDULUM_IDS, Preset(200_000, {
-    "n_envs": 4, "n_steps": 1024, "gae_lambda": 0.95, "gamma": 0.9, "n_epochs": 10, "ent_coef": 0.0,
-    "learning_rate": 1e-3, "clip_range": 0.2, "batch_size": 64, "log_std_init": -0.5,
-}, ZOO.format(algo="ppo", env="Pendulum-v1") + " without gSDE (Thrust has none); log_std_init -0.5 instead"))
-_add("a2c", _PENDULUM_IDS, Preset(200_000, {
-    "n_envs": 8, "n_steps": 8, "gae_lambda": 0.9, "gamma": 0.9, "ent_coef": 0.0, "learning_rate": 7e-4,
-    "normalize_advantage": False, "log_std_init": -1.0,
-}, "Thrust's own settings; they do not solve Pendulum (validation: about -1400): the zoo's A2C needs "
-   "observation/reward normalisation and gSDE, which Thrust lacks; use sac or ppo"))
+_add(
+    "ppo",
+    _PENDULUM_IDS,
+    Preset(
+        200_000,
+        {
+            "n_envs": 4,
+            "n_steps": 1024,
+            "gae_lambda": 0.95,
+            "gamma": 0.9,
+            "n_epochs": 10,
+            "ent_coef": 0.0,
+            "learning_rate": 1e-3,
+            "clip_range": 0.2,
+            "batch_size": 64,
+            "log_std_init": -0.5,
+        },
+        ZOO.format(algo="ppo", env="Pendulum-v1") + " without gSDE (Thrust has none); log_std_init -0.5 instead",
+    ),
+)
+_add(
+    "a2c",
+    _PENDULUM_IDS,
+    Preset(
+        200_000,
+        {
+            "n_envs": 8,
+            "n_steps": 8,
+            "gae_lambda": 0.9,
+            "gamma": 0.9,
+            "ent_coef": 0.0,
+            "learning_rate": 7e-4,
+            "normalize_advantage": False,
+            "log_std_init": -1.0,
+        },
+        "Thrust's own settings; they do not solve Pendulum (validation: about -1400): the zoo's A2C needs "
+        "observation/reward normalisation and gSDE, which Thrust lacks; use sac or ppo",
+    ),
+)
 
 # The bandit: one-step episodes, so gamma does not matter; small budgets, frequent updates.
-_add("ppo", ("thrust/Bandit-v0",), Preset(4_000, {"n_envs": 8, "n_steps": 32, "batch_size": 64, "n_epochs": 4,
-                                                  "learning_rate": 3e-3}, "Thrust's own tuning"))
-_add("a2c", ("thrust/Bandit-v0",), Preset(4_000, {"n_envs": 8, "n_steps": 4, "learning_rate": 3e-3},
-                                          "Thrust's own tuning"))
-_add("dqn", ("thrust/Bandit-v0",), Preset(3_000, {"learning_starts": 200, "train_freq": 1, "batch_size": 64,
-                                                  "target_update_interval": 100, "exploration_fraction": 0.3,
-                                                  "learning_rate": 1e-3}, "Thrust's own tuning"))
+_add(
+    "ppo",
+    ("thrust/Bandit-v0",),
+    Preset(4_000, {"n_envs": 8, "n_steps": 32, "batch_size": 64, "n_epochs": 4, "learning_rate": 3e-3}, "Thrust's own tuning"),
+)
+_add("a2c", ("thrust/Bandit-v0",), Preset(4_000, {"n_envs": 8, "n_steps": 4, "learning_rate": 3e-3}, "Thrust's own tuning"))
+_add(
+    "dqn",
+    ("thrust/Bandit-v0",),
+    Preset(
+        3_000,
+        {
+            "learning_starts": 200,
+            "train_freq": 1,
+            "batch_size": 64,
+            "target_update_interval": 100,
+            "exploration_fraction": 0.3,
+            "learning_rate": 1e-3,
+        },
+        "Thrust's own tuning",
+    ),
+)
 
 # Snake: image observations, so a CNN; settings in the spirit of the zoo's Atari presets, scaled down.
-_add("ppo", ("thrust/Snake-v0",), Preset(300_000, {
-    "n_envs": 8, "n_steps": 128, "batch_size": 256, "n_epochs": 4, "learning_rate": 2.5e-4,
-    "lr_schedule": "linear", "clip_range": 0.1, "ent_coef": 0.01, "vf_coef": 0.5, "gamma": 0.99,
-    "activation": "relu",
-}, ZOO.format(algo="ppo", env="atari") + ", scaled to a 10x10 board"))
-_add("dqn", ("thrust/Snake-v0",), Preset(300_000, {
-    "n_envs": 4, "learning_rate": 1e-4, "buffer_size": 100_000, "learning_starts": 5_000, "batch_size": 32,
-    "train_freq": 1, "gradient_steps": 1, "target_update_interval": 1_000, "exploration_fraction": 0.2, "exploration_final_eps": 0.02,
-}, ZOO.format(algo="dqn", env="atari") + ", scaled to a 10x10 board"))
+_add(
+    "ppo",
+    ("thrust/Snake-v0",),
+    Preset(
+        300_000,
+        {
+            "n_envs": 8,
+            "n_steps": 128,
+            "batch_size": 256,
+            "n_epochs": 4,
+            "learning_rate": 2.5e-4,
+            "lr_schedule": "linear",
+            "clip_range": 0.1,
+            "ent_coef": 0.01,
+            "vf_coef": 0.5,
+            "gamma": 0.99,
+            "activation": "relu",
+        },
+        ZOO.format(algo="ppo", env="atari") + ", scaled to a 10x10 board",
+    ),
+)
+_add(
+    "dqn",
+    ("thrust/Snake-v0",),
+    Preset(
+        300_000,
+        {
+            "n_envs": 4,
+            "learning_rate": 1e-4,
+            "buffer_size": 100_000,
+            "learning_starts": 5_000,
+            "batch_size": 32,
+            "train_freq": 1,
+            "gradient_steps": 1,
+            "target_update_interval": 1_000,
+            "exploration_fraction": 0.2,
+            "exploration_final_eps": 0.02,
+        },
+        ZOO.format(algo="dqn", env="atari") + ", scaled to a 10x10 board",
+    ),
+)
 
 
 def get_preset(algo: str, env_id: str) -> Preset:

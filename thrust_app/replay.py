@@ -14,8 +14,14 @@ class ReplayBuffer:
     truncated) decides whether the target bootstraps, so time limits do not look like deaths.
     """
 
-    def __init__(self, capacity: int, obs_shape: Sequence[int], action_shape: Sequence[int],
-                 action_dtype: torch.dtype, device: torch.device) -> None:
+    def __init__(
+        self,
+        capacity: int,
+        obs_shape: Sequence[int],
+        action_shape: Sequence[int],
+        action_dtype: torch.dtype,
+        device: torch.device,
+    ) -> None:
         self.capacity = capacity
         self.obs = torch.zeros((capacity, *obs_shape), dtype=torch.float32, device=device)
         self.next_obs = torch.zeros_like(self.obs)
@@ -25,8 +31,9 @@ class ReplayBuffer:
         self.pos = 0
         self.size = 0
 
-    def add(self, obs: torch.Tensor, action: torch.Tensor, reward: torch.Tensor, next_obs: torch.Tensor,
-            terminated: torch.Tensor) -> None:
+    def add(
+        self, obs: torch.Tensor, action: torch.Tensor, reward: torch.Tensor, next_obs: torch.Tensor, terminated: torch.Tensor
+    ) -> None:
         n = obs.shape[0]
         idx = (torch.arange(n, device=obs.device) + self.pos) % self.capacity
         self.obs[idx] = obs
@@ -42,12 +49,19 @@ class ReplayBuffer:
         return self.obs[idx], self.actions[idx], self.rewards[idx], self.next_obs[idx], self.terminated[idx]
 
     def state_dict(self) -> dict:
-        return {"obs": self.obs[: self.size], "next_obs": self.next_obs[: self.size],
-                "actions": self.actions[: self.size], "rewards": self.rewards[: self.size],
-                "terminated": self.terminated[: self.size], "pos": self.pos, "size": self.size}
+        return {
+            "obs": self.obs[: self.size],
+            "next_obs": self.next_obs[: self.size],
+            "actions": self.actions[: self.size],
+            "rewards": self.rewards[: self.size],
+            "terminated": self.terminated[: self.size],
+            "pos": self.pos,
+            "size": self.size,
+        }
 
     def load_state_dict(self, state: dict) -> None:
         n = state["size"]
         for key in ("obs", "next_obs", "actions", "rewards", "terminated"):
             getattr(self, key)[:n] = state[key]
-        self.pos, self.size = state["pos"], n
+        self.pos = state["pos"]
+        self.size = n

@@ -32,40 +32,59 @@ class Rollout:
 
 
 @torch.no_grad()
-def collect_rollout(env: VecEnv, io: EnvIO, obs: torch.Tensor, policy: ActorCritic, n_steps: int,
-                    gamma: float) -> tuple[Rollout, torch.Tensor]:
+def collect_rollout(
+    env: VecEnv, env_io: EnvIO, obs: torch.Tensor, policy: ActorCritic, n_steps: int, gamma: float
+) -> tuple[Rollout, torch.Tensor]:
     """Run the policy for `n_steps` steps of every env; returns the rollout and the next observation."""
     keys = ("obs", "actions", "log_probs", "values", "rewards", "terminated", "truncated", "returns", "lengths")
-    buf: dict[str, list[torch.Tensor]] = {k: [] for k in keys}
+    recorded: dict[str, list[torch.Tensor]] = {key: [] for key in keys}
     for _ in range(n_steps):
         action, log_prob, value = policy.sample(obs)
-        out = io.step(env, policy.env_action(action))
-        reward = out.reward
+        step = env_io.step(env, policy.env_action(action))
+        reward = step.reward
         # On a device, always computing the bootstrap values is cheaper than asking the host whether any
         # episode was truncated (a sync per step); on the host the question is free.
-        if io.env_on_device(env) or bool(out.truncated.any()):
-            reward = reward + gamma * (out.truncated & ~out.terminated) * policy.value(out.final_obs)
-        for key, item in zip(keys, (obs, action, log_prob, value, reward, out.terminated, out.truncated,
-                                    out.episode_return, out.episode_length)):
-            buf[key].append(item)
-        obs = out.obs
-    steps = {k: torch.stack(v) for k, v in buf.items()}  # (T, N) each: one op per array, not per step
+        if env_io.env_on_device(env) or bool(step.truncated.any()):
+            reward = reward + gamma * (step.truncated & ~step.terminated) * policy.value(step.final_obs)
+        for key, item in zip(
+            keys,
+            (obs, action, log_prob, value, reward, step.terminated, step.truncated, step.episode_return, step.episode_length),
+            strict=True,
+        ):
+            recorded[key].append(item)
+        obs = step.obs
+    steps = {key: torch.stack(items) for key, items in recorded.items()}  # (T, N) each: one op per array, not per step
     done = steps.pop("terminated") | steps.pop("truncated")
-    returns, lengths = steps.pop("returns"), steps.pop("lengths")
-    rollout = Rollout(**steps, dones=done.float(), last_values=policy.value(obs),
-                      episode_returns=returns[done].tolist(), episode_lengths=lengths[done].tolist())
+    returns = steps.pop("returns")
+    lengths = steps.pop("lengths")
+    rollout = Rollout(
+        **steps,
+        dones=done.float(),
+        last_values=policy.value(obs),
+        episode_returns=returns[done].tolist(),
+        episode_lengths=lengths[done].tolist(),
+    )
     return rollout, obs
 
 
-def compute_gae(rewards: torch.Tensor, values: torch.Tensor, dones: torch.Tensor, last_values: torch.Tensor,
-                gamma: float, gae_lambda: float) -> tuple[torch.Tensor, torch.Tensor]:
-    """Generalised advantage estimates and returns (T, N) from a rollout's rewards, values and ends."""
+def compute_gae(
+    rewards: torch.Tensor,
+    values: torch.Tensor,
+    dones: torch.Tensor,
+    last_values: torch.Tensor,
+    gamma: float,
+    gae_lambda: float,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Generalised advantage estimates (Schulman et al., 2016) and returns (T, N) from a rollout's rewards,
+    values and ends. Returns are A_t + V(s_t), the targets of the value loss."""
     not_done = 1.0 - dones
     next_values = torch.cat([values[1:], last_values.unsqueeze(0)])
-    deltas = rewards + gamma * next_values * not_done - values  # every step's TD error at once
+    # TD error of every step at once: delta_t = r_t + gamma * V(s_{t+1}) * (1 - done_t) - V(s_t)
+    deltas = rewards + gamma * next_values * not_done - values
     decay = (gamma * gae_lambda) * not_done
     advantages = torch.empty_like(rewards)
     running = torch.zeros_like(last_values)
-    for t in reversed(range(rewards.shape[0])):  # the recurrence itself is sequential: one op per step
-        running = torch.addcmul(deltas[t], decay[t], running, out=advantages[t])
+    for step in reversed(range(rewards.shape[0])):  # sequential: one op per step
+        # A_t = delta_t + gamma * lambda * (1 - done_t) * A_{t+1}
+        running = torch.addcmul(deltas[step], decay[step], running, out=advantages[step])
     return advantages, advantages + values

@@ -70,13 +70,16 @@ def load_checkpoint(path: Path, device: torch.device | str = "cpu") -> dict[str,
         state = torch.load(path, map_location=device, weights_only=True)
     except Exception as err:  # torch raises many kinds for a bad file; all mean the same to the user
         first_line = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
-        raise CheckpointError(f"{path} is not a readable Thrust checkpoint (corrupt, truncated or foreign): "
-                              f"{first_line[:200]}") from None
+        raise CheckpointError(
+            f"{path} is not a readable Thrust checkpoint (corrupt, truncated or foreign): {first_line[:200]}"
+        ) from None
     if not isinstance(state, dict) or state.get("format") != CHECKPOINT_FORMAT:
         raise CheckpointError(f"{path} is a torch file but not a Thrust checkpoint (no '{CHECKPOINT_FORMAT}' marker)")
     if state.get("version") not in READABLE_VERSIONS:
-        raise CheckpointError(f"{path} has checkpoint version {state.get('version')}; this Thrust reads versions "
-                              f"{', '.join(map(str, READABLE_VERSIONS))} (a newer Thrust wrote it: upgrade Thrust)")
+        raise CheckpointError(
+            f"{path} has checkpoint version {state.get('version')}; this Thrust reads versions "
+            f"{', '.join(map(str, READABLE_VERSIONS))} (a newer Thrust wrote it: upgrade Thrust)"
+        )
     return state
 
 

@@ -2,6 +2,12 @@
 
 from __future__ import annotations
 
+from typing import Any
+
+import torch
+
+from ..config import apply_overrides
+from ..envs import env_spaces
 from .a2c import A2C, A2CConfig
 from .base import ActionSpaceError, Algorithm
 from .dqn import DQN, DQNConfig
@@ -18,5 +24,25 @@ def get_algo(name: str) -> type[Algorithm]:
         raise ValueError(f"unknown algorithm {name!r}; choose one of {', '.join(ALGOS)}") from None
 
 
-__all__ = ["A2C", "A2CConfig", "ALGOS", "ActionSpaceError", "Algorithm", "DQN", "DQNConfig", "PPO", "PPOConfig",
-           "SAC", "SACConfig", "get_algo"]
+def build_algorithm(algo: str, env_id: str, config: dict[str, Any], device: torch.device, seed: int = 0) -> Algorithm:
+    """The algorithm `algo` for `env_id`'s spaces with `config` (a run's saved config, checked again), on `device`."""
+    algo_cls = get_algo(algo)
+    obs_space, action_space = env_spaces(env_id)
+    return algo_cls(obs_space.shape, action_space, apply_overrides(algo_cls.Config(), config, algo_cls.name), device, seed)
+
+
+__all__ = [
+    "A2C",
+    "ALGOS",
+    "DQN",
+    "PPO",
+    "SAC",
+    "A2CConfig",
+    "ActionSpaceError",
+    "Algorithm",
+    "DQNConfig",
+    "PPOConfig",
+    "SACConfig",
+    "build_algorithm",
+    "get_algo",
+]

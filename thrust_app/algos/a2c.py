@@ -6,64 +6,58 @@ Defaults follow Stable-Baselines3 (RMSprop, n_steps 5, no advantage normalisatio
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal
+from functools import partial
 
 import torch
 
-from ..config import AlgoConfig, param
-from ..nets import ActorCritic
+from ..config import param
 from ..rollout import Rollout
-from .on_policy import OnPolicyAlgorithm, optimize_actor_critic
+from .on_policy import OnPolicyAlgorithm, OnPolicyConfig
+
+LOG_NAMES = ("policy_loss", "value_loss", "entropy")
 
 
 @dataclass
-class A2CConfig(AlgoConfig):
-    n_envs: int = param(8, "environment copies stepped together")
-    learning_rate: float = param(7e-4, "RMSprop step size at the start of training")
-    n_steps: int = param(5, "steps per env in each rollout")
-    gae_lambda: float = param(1.0, "GAE lambda (1.0 = plain n-step returns)")
+class A2CConfig(OnPolicyConfig):
+    learning_rate: float = param(7e-4, "RMSprop step size at the start of training", gt=0)
+    n_steps: int = param(5, "steps per env in each rollout", ge=1)
+    gae_lambda: float = param(1.0, "GAE lambda (1.0 = plain n-step returns)", ge=0, le=1)
     normalize_advantage: bool = param(False, "normalise advantages over each rollout")
-    ent_coef: float = param(0.0, "entropy bonus weight")
-    vf_coef: float = param(0.5, "value loss weight")
-    max_grad_norm: float = param(0.5, "gradient norm clip")
-    rms_prop_eps: float = param(1e-5, "RMSprop epsilon")
-    activation: Literal["tanh", "relu"] = param("tanh", "MLP activation")
-    log_std_init: float = param(0.0, "initial log std of the Gaussian policy (Box actions)")
+    rms_prop_eps: float = param(1e-5, "RMSprop epsilon", gt=0)
 
 
-def a2c_loss(log_prob: torch.Tensor, entropy: torch.Tensor, values: torch.Tensor, adv: torch.Tensor, ret: torch.Tensor,
-             c: A2CConfig) -> tuple[torch.Tensor, tuple[torch.Tensor, float, torch.Tensor]]:
-    """A2C's loss on a whole rollout (flattened), a pure function of the policy's per-sample log-probs,
-    entropies and values: policy_loss + vf_coef * value_loss - ent_coef * entropy.
+def a2c_loss(
+    log_prob: torch.Tensor,
+    entropy: torch.Tensor,
+    value: torch.Tensor,
+    advantages: torch.Tensor,
+    returns: torch.Tensor,
+    config: A2CConfig,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """L = -mean(A log pi(a|s)) + vf_coef * mean((V - R)^2) - ent_coef * mean(H), over a whole rollout.
 
-    Returns the losses to log (policy, value, entropy, as one tensor) and the loss's gradient with respect to
-    log_prob, entropy and values, written out (tests hold it equal to autograd's)."""
-    n = log_prob.shape[0]
-    if c.normalize_advantage:
-        adv = (adv - adv.mean()) / (adv.std() + 1e-8)
-    value_error = values - ret
-    losses = torch.stack([-(adv * log_prob), value_error.square(), entropy]).mean(1)
-    return losses, (adv * (-1.0 / n), -c.ent_coef / n, value_error * (2.0 * c.vf_coef / n))
-
-
-def a2c_update(net: ActorCritic, optimizer: torch.optim.Optimizer, rollout: Rollout, advantages: torch.Tensor,
-               returns: torch.Tensor, c: A2CConfig) -> dict[str, float]:
-    """One policy-gradient step on the whole rollout; returns the losses."""
-    adv, ret = advantages.flatten(), returns.flatten()
-    losses = optimize_actor_critic(
-        net, optimizer, rollout.obs.flatten(0, 1), rollout.actions.flatten(0, 1), c.max_grad_norm,
-        lambda log_prob, entropy, values: a2c_loss(log_prob, entropy, values, adv, ret, c))
-    return dict(zip(("policy_loss", "value_loss", "entropy"), losses.tolist()))
+    Returns the loss and the values to log (policy, value, entropy)."""
+    if config.normalize_advantage:
+        advantages = (advantages - advantages.mean()) / (advantages.std() + 1e-8)
+    policy_loss = -(advantages * log_prob).mean()
+    value_loss = (value - returns).square().mean()
+    entropy_mean = entropy.mean()
+    loss = policy_loss + config.vf_coef * value_loss - config.ent_coef * entropy_mean
+    return loss, torch.stack([policy_loss, value_loss, entropy_mean])
 
 
 class A2C(OnPolicyAlgorithm):
     name = "a2c"
     Config = A2CConfig
+    config: A2CConfig
 
     def make_optimizer(self) -> torch.optim.Optimizer:
-        c = self.config
-        return torch.optim.RMSprop([self.net.flat], lr=c.learning_rate, alpha=0.99, eps=c.rms_prop_eps,
-                                   foreach=True)
+        return torch.optim.RMSprop(
+            [self.net.flat], lr=self.config.learning_rate, alpha=0.99, eps=self.config.rms_prop_eps, foreach=True
+        )
 
-    def update(self, rollout, advantages, returns, progress_remaining) -> dict[str, float]:
-        return a2c_update(self.net, self.optimizer, rollout, advantages, returns, self.config)
+    def update(self, rollout: Rollout, advantages: torch.Tensor, returns: torch.Tensor) -> dict[str, float]:
+        """One policy-gradient step on the whole rollout; returns the losses."""
+        loss_fn = partial(a2c_loss, advantages=advantages.flatten(), returns=returns.flatten(), config=self.config)
+        logs = self.optimize(rollout.obs.flatten(0, 1), rollout.actions.flatten(0, 1), loss_fn)
+        return dict(zip(LOG_NAMES, logs.tolist(), strict=True))

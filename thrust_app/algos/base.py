@@ -1,5 +1,5 @@
-"""What the trainer needs of an algorithm: one `iteration` (collect, then learn), a deterministic
-policy to evaluate and export, and state to checkpoint."""
+"""What the trainer needs of an algorithm: schedules set from training progress, one `iteration`
+(collect, then learn), a deterministic policy to evaluate and export, and state to checkpoint."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from typing import Any, ClassVar
 import torch
 from torch import nn
 
-from ..config import AlgoConfig
+from ..config import AlgoConfig, schedule
 from ..envs.core import Box, Discrete
 from ..envs.vec import VecEnv
 from ..flat_params import FlatParameters, flat_optimizer_state
@@ -40,8 +40,9 @@ class Algorithm(ABC):
     #: The action spaces it can act in.
     supports: ClassVar[tuple[type, ...]] = (Discrete, Box)
 
-    def __init__(self, obs_shape: tuple[int, ...], action_space: Discrete | Box, config: AlgoConfig,
-                 device: torch.device, seed: int) -> None:
+    def __init__(
+        self, obs_shape: tuple[int, ...], action_space: Discrete | Box, config: AlgoConfig, device: torch.device, seed: int
+    ) -> None:
         self.check_fits(action_space, "this env")
         self.obs_shape = obs_shape
         self.action_space = action_space
@@ -51,6 +52,8 @@ class Algorithm(ABC):
         self.generator = torch.Generator(device=device)
         self.generator.manual_seed(seed)
         self.num_timesteps = 0
+        #: Things the user should know about how this run computes (a fallback taken, say); printed at start.
+        self.notes: list[str] = []
 
     @classmethod
     def check_fits(cls, action_space: Discrete | Box, env_id: str) -> None:
@@ -62,8 +65,16 @@ class Algorithm(ABC):
                 f"pick an algorithm that fits ({'sac, ppo or a2c' if kind.startswith('Box') else 'dqn, ppo or a2c'})"
             )
 
+    def apply_schedules(self, progress_remaining: float) -> None:
+        """Set every scheduled value from the fraction of training left (1 at the start, 0 at the end): the
+        learning rate of every optimizer here; algorithms add their own (PPO's clip range, DQN's epsilon)."""
+        learning_rate = schedule(self.config.learning_rate, self.config.lr_schedule, progress_remaining)
+        for part in self.stateful_parts().values():
+            if isinstance(part, torch.optim.Optimizer):
+                set_learning_rate(part, learning_rate)
+
     @abstractmethod
-    def iteration(self, env: VecEnv, io: EnvIO, obs: torch.Tensor, progress_remaining: float) -> Iteration:
+    def iteration(self, env: VecEnv, env_io: EnvIO, obs: torch.Tensor) -> Iteration:
         """Collect experience from `env` starting at `obs`, learn from it, and report."""
 
     @property
@@ -72,17 +83,17 @@ class Algorithm(ABC):
         """The network whose `act(obs)` is the deterministic policy."""
 
     @abstractmethod
-    def parts(self) -> dict[str, Any]:
+    def stateful_parts(self) -> dict[str, Any]:
         """Everything with a `state_dict` that a checkpoint must hold (nets, optimizers, buffers)."""
 
     def state_dict(self) -> dict[str, Any]:
-        state = {name: part.state_dict() for name, part in self.parts().items()}
+        state = {name: part.state_dict() for name, part in self.stateful_parts().items()}
         state["generator"] = self.generator.get_state()
         state["num_timesteps"] = self.num_timesteps
         return state
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
-        parts = self.parts()
+        parts = self.stateful_parts()
         flat_nets = {id(part.flat): part for part in parts.values() if isinstance(part, FlatParameters)}
         for name, part in parts.items():
             saved = state[name]

@@ -13,43 +13,38 @@ from typing import Literal
 import torch
 from torch import nn
 
-from ..config import AlgoConfig, ConfigError, param, schedule
+from ..config import param
 from ..envs.core import Discrete
-from ..nets import QNetwork
 from ..flat_params import clip_grad_norm_
-from .base import set_learning_rate
-from .off_policy import OffPolicyAlgorithm, polyak
+from ..nets import QNetwork
+from .off_policy import OffPolicyAlgorithm, OffPolicyConfig, polyak
 
 
 @dataclass
-class DQNConfig(AlgoConfig):
-    learning_rate: float = param(1e-4, "Adam step size at the start of training")
-    buffer_size: int = param(100_000, "replay buffer capacity (transitions)")
-    learning_starts: int = param(1000, "env steps of random actions before learning starts")
-    batch_size: int = param(32, "minibatch size")
-    train_freq: int = param(4, "env steps (per env) between learning phases")
-    gradient_steps: int = param(1, "gradient steps per learning phase")
-    target_update_interval: int = param(10_000, "env steps between target network updates")
-    tau: float = param(1.0, "target update weight (1.0 = hard copy)")
-    exploration_fraction: float = param(0.1, "fraction of training over which epsilon decays")
-    exploration_initial_eps: float = param(1.0, "epsilon at the start")
-    exploration_final_eps: float = param(0.05, "epsilon after the decay")
+class DQNConfig(OffPolicyConfig):
+    learning_rate: float = param(1e-4, "Adam step size at the start of training", gt=0)
+    buffer_size: int = param(100_000, "replay buffer capacity (transitions)", ge=1)
+    learning_starts: int = param(1000, "env steps of random actions before learning starts", ge=0)
+    batch_size: int = param(32, "minibatch size", ge=1)
+    train_freq: int = param(4, "env steps (per env) between learning phases", ge=1)
+    tau: float = param(1.0, "target update weight (1.0 = hard copy)", gt=0, le=1)
+    target_update_interval: int = param(10_000, "env steps between target network updates", ge=1)
+    exploration_fraction: float = param(0.1, "fraction of training over which epsilon decays", gt=0, le=1)
+    exploration_initial_eps: float = param(1.0, "epsilon at the start", ge=0, le=1)
+    exploration_final_eps: float = param(0.05, "epsilon after the decay", ge=0, le=1)
     double_dqn: bool = param(True, "pick the next action with the online net, value it with the target net")
-    max_grad_norm: float = param(10.0, "gradient norm clip")
+    max_grad_norm: float = param(10.0, "gradient norm clip", gt=0)
     loss: Literal["huber", "mse"] = param(
-        "huber", "TD loss: huber (SB3, the Nature DQN's clipped error) or mse (CleanRL). Huber's gradient is capped "
+        "huber",
+        "TD loss: huber (SB3, the Nature DQN's clipped error) or mse (CleanRL). Huber's gradient is capped "
         "at 1 per sample, so with few, small updates (CleanRL's lr 2.5e-4, one step per 10 env steps) the Q-values "
-        "settle near 1/(1-gamma) instead of the returns, and the policy collapses: use mse with CleanRL's settings")
-
-    def validate(self) -> None:
-        super().validate()
-        for name in ("exploration_fraction", "exploration_initial_eps", "exploration_final_eps", "tau"):
-            if not 0.0 <= getattr(self, name) <= 1.0:
-                raise ConfigError(f"{name} must be in [0, 1], got {getattr(self, name)}")
+        "settle near 1/(1-gamma) instead of the returns, and the policy collapses: use mse with CleanRL's settings",
+    )
 
 
-def dqn_loss(q_net: QNetwork, target_net: QNetwork, batch: tuple[torch.Tensor, ...], gamma: float,
-             double: bool, loss: str = "huber") -> torch.Tensor:
+def dqn_loss(
+    q_net: QNetwork, target_net: QNetwork, batch: tuple[torch.Tensor, ...], gamma: float, double: bool, loss: str = "huber"
+) -> torch.Tensor:
     """The TD loss between Q(s, a) and the (double) DQN target y = r + gamma * (1 - terminated) * Q'(s', a')."""
     obs, actions, rewards, next_obs, terminated = batch
     with torch.no_grad():
@@ -68,6 +63,7 @@ def dqn_loss(q_net: QNetwork, target_net: QNetwork, batch: tuple[torch.Tensor, .
 class DQN(OffPolicyAlgorithm):
     name = "dqn"
     Config = DQNConfig
+    config: DQNConfig
     supports = (Discrete,)
 
     def __init__(self, obs_shape, action_space, config: DQNConfig, device, seed) -> None:
@@ -75,15 +71,15 @@ class DQN(OffPolicyAlgorithm):
         self.q_net = QNetwork(obs_shape, action_space.n, config.hidden).to(device)
         self.target_net = copy.deepcopy(self.q_net).requires_grad_(False)
         self.optimizer = torch.optim.Adam([self.q_net.flat], lr=config.learning_rate, fused=True)
-        self.total_timesteps = 1  # set by the trainer; the epsilon schedule is a fraction of it
+        self.exploration_rate = config.exploration_initial_eps
         self._last_target_update = 0
 
     @property
     def policy(self) -> QNetwork:
         return self.q_net
 
-    def parts(self):
-        return {**super().parts(), "q_net": self.q_net, "target_net": self.target_net, "optimizer": self.optimizer}
+    def stateful_parts(self):
+        return {**super().stateful_parts(), "q_net": self.q_net, "target_net": self.target_net, "optimizer": self.optimizer}
 
     def state_dict(self):
         return {**super().state_dict(), "last_target_update": self._last_target_update}
@@ -92,30 +88,33 @@ class DQN(OffPolicyAlgorithm):
         super().load_state_dict(state)
         self._last_target_update = state["last_target_update"]
 
-    def epsilon(self) -> float:
-        c: DQNConfig = self.config
-        progress = self.num_timesteps / max(1.0, c.exploration_fraction * self.total_timesteps)
-        return c.exploration_initial_eps + min(progress, 1.0) * (c.exploration_final_eps - c.exploration_initial_eps)
+    def apply_schedules(self, progress_remaining: float) -> None:
+        """Epsilon falls linearly from its initial to its final value over the first exploration_fraction
+        of training, then stays (SB3's schedule)."""
+        super().apply_schedules(progress_remaining)
+        config = self.config
+        decayed = min(1.0, (1.0 - progress_remaining) / config.exploration_fraction)
+        self.exploration_rate = config.exploration_initial_eps + decayed * (
+            config.exploration_final_eps - config.exploration_initial_eps
+        )
 
     def explore(self, obs: torch.Tensor) -> torch.Tensor:
         greedy = self.q_net(obs).argmax(1)
-        explore = torch.rand(obs.shape[0], generator=self.generator, device=self.device) < self.epsilon()
+        explore = torch.rand(obs.shape[0], generator=self.generator, device=self.device) < self.exploration_rate
         return torch.where(explore, self.random_actions(obs.shape[0]), greedy)
 
     def train_step(self) -> dict[str, torch.Tensor]:
-        c: DQNConfig = self.config
-        progress_remaining = 1.0 - self.num_timesteps / self.total_timesteps
-        set_learning_rate(self.optimizer, schedule(c.learning_rate, c.lr_schedule, max(progress_remaining, 0.0)))
-        loss = dqn_loss(self.q_net, self.target_net, self.buffer.sample(c.batch_size, self.generator), c.gamma,
-                        c.double_dqn, c.loss)
+        config = self.config
+        batch = self.buffer.sample(config.batch_size, self.generator)
+        loss = dqn_loss(self.q_net, self.target_net, batch, config.gamma, config.double_dqn, config.loss)
         self.q_net.zero_grad()
         loss.backward()
-        clip_grad_norm_(self.q_net.flat, c.max_grad_norm)
+        clip_grad_norm_(self.q_net.flat, config.max_grad_norm)
         self.optimizer.step()
         return {"q_loss": loss.detach()}
 
     def extra_stats(self) -> dict[str, float]:
-        return {"epsilon": self.epsilon()}
+        return {"epsilon": self.exploration_rate}
 
     def after_env_step(self) -> None:
         if self.num_timesteps - self._last_target_update >= self.config.target_update_interval:

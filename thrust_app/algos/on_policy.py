@@ -1,59 +1,96 @@
-"""The part A2C and PPO share: an actor-critic, a rollout with GAE, then the algorithm's own update."""
+"""The part A2C and PPO share: their common settings, an actor-critic, a rollout with GAE, and one
+optimizer step on a loss the algorithm file writes."""
 
 from __future__ import annotations
 
+import dataclasses
 from abc import abstractmethod
+from typing import Literal
 
 import torch
 
-from ..config import schedule
-from ..nets import ActorCritic, ActorCriticLoss
-from ..rollout import Rollout, collect_rollout, compute_gae
+from ..config import AlgoConfig, param
+from ..fast_actor_critic import ActorCriticLoss, fast_backward, unsupported_reason
 from ..flat_params import clip_grad_norm_
-from .base import Algorithm, Iteration, set_learning_rate
+from ..nets import ActorCritic
+from ..rollout import Rollout, collect_rollout, compute_gae
+from .base import Algorithm, Iteration
 
 
-def optimize_actor_critic(net: ActorCritic, optimizer: torch.optim.Optimizer, obs: torch.Tensor, actions: torch.Tensor,
-                          max_grad_norm: float, loss_fn: ActorCriticLoss) -> torch.Tensor:
-    """One optimizer step on the loss `loss_fn` describes (see `ActorCritic.backward`), gradients
-    clipped to `max_grad_norm`; returns the losses it reports."""
-    losses = net.backward(obs, actions, loss_fn)
-    clip_grad_norm_(net.flat, max_grad_norm)
-    optimizer.step()
-    return losses
+@dataclasses.dataclass
+class OnPolicyConfig(AlgoConfig):
+    """Settings A2C and PPO share (each redeclares the defaults it changes)."""
+
+    n_envs: int = param(8, "environment copies stepped together", ge=1)
+    n_steps: int = param(128, "steps per env in each rollout (a rollout is n_steps * n_envs transitions)", ge=1)
+    gae_lambda: float = param(0.95, "GAE lambda: bias/variance trade-off of the advantages (1.0 = n-step returns)", ge=0, le=1)
+    normalize_advantage: bool = param(True, "normalise advantages (PPO: per minibatch, A2C: per rollout)")
+    ent_coef: float = param(0.0, "entropy bonus weight", ge=0)
+    vf_coef: float = param(
+        0.5,
+        "value loss weight; the value loss is mean((V - R)^2) as in SB3 (CleanRL's is 0.5 * mean((V - R)^2), "
+        "so CleanRL's vf_coef 0.5 is 0.25 here)",
+        ge=0,
+    )
+    max_grad_norm: float = param(0.5, "gradient norm clip", gt=0)
+    activation: Literal["tanh", "relu"] = param("tanh", "MLP activation")
+    log_std_init: float = param(0.0, "initial log std of the Gaussian policy (Box actions)")
+    backward: Literal["fast", "autograd"] = param(
+        "fast",
+        "how gradients are computed: fast (fast_actor_critic.py, written out; vector observations) or "
+        "autograd (loss.backward(), the reference); both give the same gradients",
+    )
 
 
 class OnPolicyAlgorithm(Algorithm):
     """Collect `n_steps` per env with the current policy, compute GAE, call `update`."""
 
-    def __init__(self, obs_shape, action_space, config, device, seed) -> None:
+    config: OnPolicyConfig
+
+    def __init__(self, obs_shape, action_space, config: OnPolicyConfig, device, seed) -> None:
         super().__init__(obs_shape, action_space, config, device, seed)
         self.net = ActorCritic(obs_shape, action_space, config.hidden, config.activation, config.log_std_init).to(device)
         self.optimizer = self.make_optimizer()
+        fast_unsupported = unsupported_reason(self.net) if config.backward == "fast" else None
+        self.use_fast_backward = config.backward == "fast" and fast_unsupported is None
+        if fast_unsupported:
+            self.notes.append(f"backward=fast falls back to autograd: {fast_unsupported}")
 
     @abstractmethod
     def make_optimizer(self) -> torch.optim.Optimizer:
         """The optimizer of `self.net.flat`, the one buffer that holds all of the net's parameters."""
 
     @abstractmethod
-    def update(self, rollout: Rollout, advantages: torch.Tensor, returns: torch.Tensor,
-               progress_remaining: float) -> dict[str, float]:
+    def update(self, rollout: Rollout, advantages: torch.Tensor, returns: torch.Tensor) -> dict[str, float]:
         """Learn from one rollout; returns the losses to log."""
 
     @property
     def policy(self) -> ActorCritic:
         return self.net
 
-    def parts(self):
+    def stateful_parts(self):
         return {"net": self.net, "optimizer": self.optimizer}
 
-    def iteration(self, env, io, obs, progress_remaining) -> Iteration:
-        c = self.config
-        rollout, obs = collect_rollout(env, io, obs, self.net, c.n_steps, c.gamma)
-        advantages, returns = compute_gae(rollout.rewards, rollout.values, rollout.dones, rollout.last_values,
-                                          c.gamma, c.gae_lambda)
-        set_learning_rate(self.optimizer, schedule(c.learning_rate, c.lr_schedule, progress_remaining))
-        stats = self.update(rollout, advantages, returns, progress_remaining)
-        steps = c.n_steps * env.num_envs
+    def optimize(self, obs: torch.Tensor, actions: torch.Tensor, loss_fn: ActorCriticLoss) -> torch.Tensor:
+        """One optimizer step on `loss_fn(log_prob, entropy, value)` at (obs, actions), gradients clipped to
+        `max_grad_norm`; returns the logs `loss_fn` reports."""
+        if self.use_fast_backward:
+            logs = fast_backward(self.net, obs, actions, loss_fn)
+        else:
+            self.net.zero_grad()
+            loss, logs = loss_fn(*self.net.evaluate_actions(obs, actions))
+            loss.backward()
+        clip_grad_norm_(self.net.flat, self.config.max_grad_norm)
+        self.optimizer.step()
+        return logs.detach()
+
+    def iteration(self, env, env_io, obs) -> Iteration:
+        config = self.config
+        rollout, obs = collect_rollout(env, env_io, obs, self.net, config.n_steps, config.gamma)
+        advantages, returns = compute_gae(
+            rollout.rewards, rollout.values, rollout.dones, rollout.last_values, config.gamma, config.gae_lambda
+        )
+        stats = self.update(rollout, advantages, returns)
+        steps = config.n_steps * env.num_envs
         self.num_timesteps += steps
         return Iteration(obs, steps, rollout.episode_returns, rollout.episode_lengths, stats)

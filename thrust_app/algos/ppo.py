@@ -6,86 +6,94 @@ Defaults follow Stable-Baselines3; per-env presets in `thrust_app/presets.py` fo
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import partial
 from typing import Literal
 
 import torch
 
-from ..config import AlgoConfig, param, schedule
-from ..nets import ActorCritic
+from ..config import param, schedule
 from ..rollout import Rollout
-from .on_policy import OnPolicyAlgorithm, optimize_actor_critic
+from .on_policy import OnPolicyAlgorithm, OnPolicyConfig
+
+LOG_NAMES = ("policy_loss", "value_loss", "entropy", "approx_kl", "clip_fraction")
 
 
 @dataclass
-class PPOConfig(AlgoConfig):
-    n_envs: int = param(8, "environment copies stepped together")
-    n_steps: int = param(128, "steps per env in each rollout (a rollout is n_steps * n_envs transitions)")
-    batch_size: int = param(256, "minibatch size")
-    n_epochs: int = param(10, "passes over each rollout")
-    gae_lambda: float = param(0.95, "GAE lambda: bias/variance trade-off of the advantages")
-    clip_range: float = param(0.2, "how far the probability ratio may move from 1 in one update")
+class PPOConfig(OnPolicyConfig):
+    batch_size: int = param(256, "minibatch size", ge=1)
+    n_epochs: int = param(10, "passes over each rollout", ge=1)
+    clip_range: float = param(0.2, "how far the probability ratio may move from 1 in one update", gt=0)
     clip_schedule: Literal["constant", "linear"] = param("constant", "clip range over training: constant, or linear to 0")
-    normalize_advantage: bool = param(True, "normalise advantages within each minibatch")
-    ent_coef: float = param(0.0, "entropy bonus weight")
-    vf_coef: float = param(0.5, "value loss weight")
-    max_grad_norm: float = param(0.5, "gradient norm clip")
-    target_kl: float = param(0.0, "stop the epochs early when the approximate KL exceeds this (0 = never)")
-    activation: Literal["tanh", "relu"] = param("tanh", "MLP activation")
-    log_std_init: float = param(0.0, "initial log std of the Gaussian policy (Box actions)")
+    clip_range_vf: float = param(
+        0.0,
+        "clip the value prediction to old value +- this (SB3's clip_range_vf; depends on the reward scale; 0 = no clipping)",
+        ge=0,
+    )
+    target_kl: float = param(0.0, "stop the epochs early when the approximate KL exceeds 1.5x this (0 = never)", ge=0)
 
 
-def ppo_loss(log_prob: torch.Tensor, entropy: torch.Tensor, values: torch.Tensor, old_log_probs: torch.Tensor,
-             adv: torch.Tensor, ret: torch.Tensor, clip: float, c: PPOConfig
-             ) -> tuple[torch.Tensor, tuple[torch.Tensor, float, torch.Tensor]]:
-    """PPO's loss on one minibatch, a pure function of the policy's per-sample log-probs, entropies and
-    values: policy_loss + vf_coef * value_loss - ent_coef * entropy.
+@dataclass
+class Minibatch:
+    """What PPO's loss needs of each sample besides the current policy's outputs."""
 
-    Returns the losses to log (policy, value, entropy, approx KL, clip fraction, as one tensor) and the loss's gradient
-    with respect to log_prob, entropy and values, written out (tests hold it equal to autograd's)."""
-    n = log_prob.shape[0]
-    log_ratio = log_prob - old_log_probs
-    if c.normalize_advantage and n > 1:
-        adv = (adv - adv.mean()) / (adv.std() + 1e-8)
-    ratio = log_ratio.exp()
-    surrogate, clipped = adv * ratio, adv * ratio.clamp(1 - clip, 1 + clip)
-    unclipped = surrogate <= clipped  # the min picks the unclipped term: only there does the ratio get a gradient
-    value_error = values - ret
-    losses = torch.stack([-torch.minimum(surrogate, clipped), value_error.square(), entropy,
-                          (ratio - 1) - log_ratio, ((ratio - 1).abs() > clip).float()]).mean(1)  # one mean, not five
-    grads = (surrogate * unclipped * (-1.0 / n), -c.ent_coef / n, value_error * (2.0 * c.vf_coef / n))
-    return losses, grads
+    old_log_prob: torch.Tensor
+    old_value: torch.Tensor
+    advantages: torch.Tensor
+    returns: torch.Tensor
 
 
-def ppo_update(net: ActorCritic, optimizer: torch.optim.Optimizer, rollout: Rollout, advantages: torch.Tensor,
-               returns: torch.Tensor, clip: float, c: PPOConfig, generator: torch.Generator) -> dict[str, float]:
-    """n_epochs of clipped-surrogate minibatch updates on one rollout; returns mean losses."""
-    obs = rollout.obs.flatten(0, 1)
-    actions = rollout.actions.flatten(0, 1)
-    old_log_probs, adv, ret = rollout.log_probs.flatten(), advantages.flatten(), returns.flatten()
-    n = obs.shape[0]
-    logged: list[torch.Tensor] = []
-    for _ in range(c.n_epochs):
-        order = torch.randperm(n, generator=generator, device=obs.device)
-        for start in range(0, n, c.batch_size):
-            idx = order[start : start + c.batch_size]
-            losses = optimize_actor_critic(
-                net, optimizer, obs[idx], actions[idx], c.max_grad_norm,
-                lambda log_prob, entropy, values: ppo_loss(log_prob, entropy, values, old_log_probs[idx], adv[idx],
-                                                           ret[idx], clip, c))
-            logged.append(losses)
-        if c.target_kl and float(losses[3]) > 1.5 * c.target_kl:
-            break
-    names = ("policy_loss", "value_loss", "entropy", "approx_kl", "clip_fraction")
-    return dict(zip(names, torch.stack(logged).mean(0).tolist()))  # one op, not one per update
+def ppo_loss(
+    log_prob: torch.Tensor, entropy: torch.Tensor, value: torch.Tensor, batch: Minibatch, clip_range: float, config: PPOConfig
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """L = -L^CLIP + vf_coef * L^VF - ent_coef * H, per minibatch (the paper's eq. 9, as a loss).
+
+    Returns the loss and the values to log (policy, value, entropy, approx KL, clip fraction)."""
+    advantages = batch.advantages
+    if config.normalize_advantage and len(advantages) > 1:  # a last minibatch of one sample has no std
+        advantages = (advantages - advantages.mean()) / (advantages.std() + 1e-8)
+    log_ratio = log_prob - batch.old_log_prob
+    ratio = log_ratio.exp()  # r = pi(a|s) / pi_old(a|s)
+    # L^CLIP = mean(min(r A, clip(r, 1 - eps, 1 + eps) A))
+    policy_loss = -torch.min(advantages * ratio, advantages * ratio.clamp(1 - clip_range, 1 + clip_range)).mean()
+    if config.clip_range_vf:  # SB3: V_clipped = V_old + clip(V - V_old, -eps_vf, eps_vf)
+        value = batch.old_value + (value - batch.old_value).clamp(-config.clip_range_vf, config.clip_range_vf)
+    value_loss = (value - batch.returns).square().mean()  # L^VF = mean((V - R)^2)
+    entropy_mean = entropy.mean()
+    loss = policy_loss + config.vf_coef * value_loss - config.ent_coef * entropy_mean
+    with torch.no_grad():
+        approx_kl = ((ratio - 1) - log_ratio).mean()  # KL(pi_old || pi) ~ E[(r - 1) - log r] (Schulman, 2020)
+        clip_fraction = ((ratio - 1).abs() > clip_range).float().mean()
+    return loss, torch.stack([policy_loss, value_loss, entropy_mean, approx_kl, clip_fraction])
 
 
 class PPO(OnPolicyAlgorithm):
     name = "ppo"
     Config = PPOConfig
+    config: PPOConfig
 
     def make_optimizer(self) -> torch.optim.Optimizer:
         return torch.optim.Adam([self.net.flat], lr=self.config.learning_rate, eps=1e-5, fused=True)
 
-    def update(self, rollout, advantages, returns, progress_remaining) -> dict[str, float]:
-        clip = schedule(self.config.clip_range, self.config.clip_schedule, progress_remaining)
-        return ppo_update(self.net, self.optimizer, rollout, advantages, returns, clip, self.config, self.generator)
+    def apply_schedules(self, progress_remaining: float) -> None:
+        super().apply_schedules(progress_remaining)
+        self.clip_range = schedule(self.config.clip_range, self.config.clip_schedule, progress_remaining)
+
+    def update(self, rollout: Rollout, advantages: torch.Tensor, returns: torch.Tensor) -> dict[str, float]:
+        """n_epochs of clipped-surrogate minibatch updates on one rollout; returns the mean logs."""
+        config = self.config
+        obs, actions = rollout.obs.flatten(0, 1), rollout.actions.flatten(0, 1)
+        samples = Minibatch(rollout.log_probs.flatten(), rollout.values.flatten(), advantages.flatten(), returns.flatten())
+        n_samples = obs.shape[0]
+        logged: list[torch.Tensor] = []
+        for _ in range(config.n_epochs):
+            order = torch.randperm(n_samples, generator=self.generator, device=obs.device)
+            for start in range(0, n_samples, config.batch_size):
+                index = order[start : start + config.batch_size]
+                batch = Minibatch(
+                    samples.old_log_prob[index], samples.old_value[index], samples.advantages[index], samples.returns[index]
+                )
+                loss_fn = partial(ppo_loss, batch=batch, clip_range=self.clip_range, config=config)
+                logged.append(self.optimize(obs[index], actions[index], loss_fn))
+            if config.target_kl and float(logged[-1][3]) > 1.5 * config.target_kl:
+                break
+        return dict(zip(LOG_NAMES, torch.stack(logged).mean(0).tolist(), strict=True))

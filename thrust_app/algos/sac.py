@@ -10,34 +10,26 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
-from ..config import AlgoConfig, ConfigError, param
+from ..config import param
 from ..envs.core import Box
 from ..nets import SquashedGaussianActor, TwinQ
-from .off_policy import OffPolicyAlgorithm, polyak
+from .off_policy import OffPolicyAlgorithm, OffPolicyConfig, polyak
 
 
 @dataclass
-class SACConfig(AlgoConfig):
+class SACConfig(OffPolicyConfig):
+    """Learning rates of actor, critics and temperature all follow learning_rate and lr_schedule (as SB3's)."""
+
     hidden: tuple[int, ...] = param((256, 256), "hidden layer sizes of actor and critics")
-    buffer_size: int = param(1_000_000, "replay buffer capacity (transitions)")
-    learning_starts: int = param(100, "env steps of uniform random actions before learning starts")
-    batch_size: int = param(256, "minibatch size")
-    train_freq: int = param(1, "env steps (per env) between learning phases")
-    gradient_steps: int = param(1, "gradient steps per learning phase")
-    tau: float = param(0.005, "Polyak weight of the target critics")
-    init_alpha: float = param(1.0, "initial entropy temperature")
+    init_alpha: float = param(1.0, "initial entropy temperature", gt=0)
     auto_alpha: bool = param(True, "tune the temperature towards the target entropy")
     target_entropy: float = param(0.0, "target entropy; 0 means -(action dimensions), SB3's choice")
-
-    def validate(self) -> None:
-        super().validate()
-        if self.init_alpha <= 0:
-            raise ConfigError(f"init_alpha must be > 0, got {self.init_alpha}")
 
 
 class SAC(OffPolicyAlgorithm):
     name = "sac"
     Config = SACConfig
+    config: SACConfig
     supports = (Box,)
 
     def __init__(self, obs_shape, action_space: Box, config: SACConfig, device, seed) -> None:
@@ -56,9 +48,16 @@ class SAC(OffPolicyAlgorithm):
     def policy(self) -> SquashedGaussianActor:
         return self.actor
 
-    def parts(self):
-        return {**super().parts(), "actor": self.actor, "critic": self.critic, "critic_target": self.critic_target,
-                "actor_opt": self.actor_opt, "critic_opt": self.critic_opt, "alpha_opt": self.alpha_opt}
+    def stateful_parts(self):
+        return {
+            **super().stateful_parts(),
+            "actor": self.actor,
+            "critic": self.critic,
+            "critic_target": self.critic_target,
+            "actor_opt": self.actor_opt,
+            "critic_opt": self.critic_opt,
+            "alpha_opt": self.alpha_opt,
+        }
 
     def state_dict(self):
         return {**super().state_dict(), "log_alpha": self.log_alpha.detach().clone()}
@@ -72,10 +71,10 @@ class SAC(OffPolicyAlgorithm):
         return self.actor.sample(obs)[0]
 
     def train_step(self) -> dict[str, torch.Tensor]:
-        c: SACConfig = self.config
-        obs, actions, rewards, next_obs, terminated = self.buffer.sample(c.batch_size, self.generator)
+        config = self.config
+        obs, actions, rewards, next_obs, terminated = self.buffer.sample(config.batch_size, self.generator)
         new_actions, log_prob = self.actor.sample(obs)
-        if c.auto_alpha:
+        if config.auto_alpha:
             alpha_loss = -(self.log_alpha * (log_prob.detach() + self.target_entropy)).mean()
             self.alpha_opt.zero_grad(set_to_none=True)
             alpha_loss.backward()
@@ -85,7 +84,7 @@ class SAC(OffPolicyAlgorithm):
         with torch.no_grad():
             next_actions, next_log_prob = self.actor.sample(next_obs)
             next_q = torch.min(*self.critic_target(next_obs, next_actions)) - alpha * next_log_prob
-            target = rewards + c.gamma * (1.0 - terminated) * next_q
+            target = rewards + config.gamma * (1.0 - terminated) * next_q  # y = r + gamma (min Q' - alpha log pi)
         q1, q2 = self.critic(obs, actions)
         critic_loss = nn.functional.mse_loss(q1, target) + nn.functional.mse_loss(q2, target)
         self.critic.zero_grad()
@@ -99,5 +98,5 @@ class SAC(OffPolicyAlgorithm):
         actor_loss.backward(inputs=list(self.actor.parameters()))
         self.actor_opt.step()
 
-        polyak(self.critic_target, self.critic, c.tau)
+        polyak(self.critic_target, self.critic, config.tau)
         return {"critic_loss": critic_loss.detach(), "actor_loss": actor_loss.detach(), "alpha": alpha[0]}

@@ -31,12 +31,10 @@ REFRESH_S = 2.0
 @st.cache_data(show_spinner=False)
 def action_kind(env_name: str) -> str:
     """'discrete' or 'box' for an env (a ValueError with the reason if it cannot be trained)."""
-    from thrust_app.envs.batched import make_batched
+    from thrust_app.envs import env_spaces
 
-    env = make_batched(env_name, 1, seed=0)
-    kind = "discrete" if isinstance(env.action_space, Discrete) else "box"
-    env.close()
-    return kind
+    _, action_space = env_spaces(env_name)
+    return "discrete" if isinstance(action_space, Discrete) else "box"
 
 
 @st.cache_data(show_spinner=False)
@@ -119,8 +117,14 @@ def submit_new_run(env_name: str, algo: str) -> None:
         st.session_state.flash = ("error", f"Fix the {len(errors)} field(s) marked below; nothing was started.")
         return
     try:
-        path = jobs.start_run(algo, env_name, timesteps=numbers["timesteps"], seed=numbers["seed"],
-                              device=st.session_state.get("new-device", "auto"), overrides=overrides)
+        path = jobs.start_run(
+            algo,
+            env_name,
+            timesteps=numbers["timesteps"],
+            seed=numbers["seed"],
+            device=st.session_state.get("new-device", "auto"),
+            overrides=overrides,
+        )
     except ValueError as err:
         st.session_state.flash = ("error", str(err))
         return
@@ -135,9 +139,10 @@ def field_error(name: str) -> None:
 
 
 def new_run_tab() -> None:
-    choices = list(ALIASES) + [OTHER_ENV]
-    env_choice = st.selectbox("Environment", choices, key="new-env",
-                              help="Thrust's four envs, or any gymnasium id with Box observations")
+    choices = [*ALIASES, OTHER_ENV]
+    env_choice = st.selectbox(
+        "Environment", choices, key="new-env", help="Thrust's four envs, or any gymnasium id with Box observations"
+    )
     env_name = st.text_input("gymnasium id", "CartPole-v1", key="new-gym-id") if env_choice == OTHER_ENV else env_choice
     try:
         kind = action_kind(env_name)
@@ -146,10 +151,15 @@ def new_run_tab() -> None:
         return
     fitting = [name for name, cls in ALGOS.items() if (Discrete if kind == "discrete" else Box) in cls.supports]
     cols = st.columns(2)
-    algo = cols[0].selectbox("Algorithm", fitting, key="new-algo",
-                             help=f"only the algorithms that can act in this env's {kind} action space")
-    cols[1].selectbox("Device", ["auto", "cpu", "cuda"], key="new-device",
-                      help=f"this machine: {machine_devices()}; auto takes CUDA when present")
+    algo = cols[0].selectbox(
+        "Algorithm", fitting, key="new-algo", help=f"only the algorithms that can act in this env's {kind} action space"
+    )
+    cols[1].selectbox(
+        "Device",
+        ["auto", "cpu", "cuda"],
+        key="new-device",
+        help=f"this machine: {machine_devices()}; auto takes CUDA when present",
+    )
     st.caption(f"This machine: {machine_devices()}")
     preset = get_preset(algo, env_name)
     config = apply_overrides(ALGOS[algo].Config(), preset.config)
@@ -173,12 +183,23 @@ def new_run_tab() -> None:
 
 # -- Training (live) ------------------------------------------------------------------------------
 def curves(train: list[dict], evals: list[dict]) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
-    returns = pd.DataFrame([{"step": r["step"], "return": r["return_mean"]} for r in train
-                            if r.get("return_mean") is not None])
-    ev = pd.DataFrame([{"step": r["step"], "eval_mean": r["eval_mean"], "low": r["eval_mean"] - r["eval_std"],
-                        "high": r["eval_mean"] + r["eval_std"]} for r in evals])
-    losses = pd.DataFrame([{"step": r["step"], "loss": k, "value": v} for r in train
-                           for k, v in (r.get("losses") or {}).items()])
+    returns = pd.DataFrame(
+        [{"step": r["step"], "return": r["return_mean"]} for r in train if r.get("return_mean") is not None]
+    )
+    ev = pd.DataFrame(
+        [
+            {
+                "step": r["step"],
+                "eval_mean": r["eval_mean"],
+                "low": r["eval_mean"] - r["eval_std"],
+                "high": r["eval_mean"] + r["eval_std"],
+            }
+            for r in evals
+        ]
+    )
+    losses = pd.DataFrame(
+        [{"step": r["step"], "loss": k, "value": v} for r in train for k, v in (r.get("losses") or {}).items()]
+    )
     return returns, ev, losses
 
 
@@ -186,7 +207,7 @@ def solved_step(info: jobs.RunInfo, evals: list[dict]) -> int | None:
     """The summary's solved step, or while training the first evaluation at the env's threshold."""
     if info.summary:
         return info.summary.get("solved_at_step")
-    from thrust_app.trainer import SOLVED_AT
+    from thrust_app.run_spec import SOLVED_AT
 
     threshold = info.config.get("stop_at_return")
     threshold = SOLVED_AT.get(info.config.get("env")) if threshold is None else threshold
@@ -196,14 +217,23 @@ def solved_step(info: jobs.RunInfo, evals: list[dict]) -> int | None:
 def return_chart(returns: pd.DataFrame, ev: pd.DataFrame) -> alt.Chart | None:
     layers = []
     if not returns.empty:
-        layers.append(alt.Chart(returns).mark_line(color="#9aa0a6").encode(
-            x=alt.X("step:Q", title="env steps"), y=alt.Y("return:Q", title="return"),
-            tooltip=["step", alt.Tooltip("return:Q", format=".3g")]))
+        layers.append(
+            alt.Chart(returns)
+            .mark_line(color="#9aa0a6")
+            .encode(
+                x=alt.X("step:Q", title="env steps"),
+                y=alt.Y("return:Q", title="return"),
+                tooltip=["step", alt.Tooltip("return:Q", format=".3g")],
+            )
+        )
     if not ev.empty:
         base = alt.Chart(ev).encode(x="step:Q")
-        layers += [base.mark_area(opacity=0.2, color="#4285f4").encode(y="low:Q", y2="high:Q"),
-                   base.mark_line(point=True, color="#4285f4").encode(
-                       y="eval_mean:Q", tooltip=["step", alt.Tooltip("eval_mean:Q", format=".3g")])]
+        layers += [
+            base.mark_area(opacity=0.2, color="#4285f4").encode(y="low:Q", y2="high:Q"),
+            base.mark_line(point=True, color="#4285f4").encode(
+                y="eval_mean:Q", tooltip=["step", alt.Tooltip("eval_mean:Q", format=".3g")]
+            ),
+        ]
     return alt.layer(*layers).properties(height=280) if layers else None
 
 
@@ -221,9 +251,9 @@ def live_panel(info_name: str) -> None:
     train, evals = jobs.metrics(info.path)
     cols = st.columns(4)
     cols[0].metric("Algorithm / env", f"{info.config['algo']} · {info.config['env'].split('/')[-1]}")
-    cols[1].metric("Last eval", f"{evals[-1]['eval_mean']:.3g}" if evals else "–")
-    cols[2].metric("Solved at step", f"{solved_step(info, evals):,}" if solved_step(info, evals) else "–")
-    cols[3].metric("Device", s.get("device", info.config.get("device", "–")))
+    cols[1].metric("Last eval", f"{evals[-1]['eval_mean']:.3g}" if evals else "—")
+    cols[2].metric("Solved at step", f"{solved_step(info, evals):,}" if solved_step(info, evals) else "—")
+    cols[3].metric("Device", s.get("device", info.config.get("device", "—")))
     returns, ev, losses = curves(train, evals)
     chart = return_chart(returns, ev)
     if chart is not None:
@@ -233,9 +263,13 @@ def live_panel(info_name: str) -> None:
         st.caption("Waiting for the first metrics…")
     if not losses.empty:
         st.markdown("**Losses**")
-        st.altair_chart(alt.Chart(losses).mark_line().encode(
-            x="step:Q", y=alt.Y("value:Q", title=None), color="loss:N").properties(height=220),
-            width="stretch")
+        st.altair_chart(
+            alt.Chart(losses)
+            .mark_line()
+            .encode(x="step:Q", y=alt.Y("value:Q", title=None), color="loss:N")
+            .properties(height=220),
+            width="stretch",
+        )
     log = jobs.read_log_tail(info.path, 5)
     if info.status == "incomplete" and log:
         st.code(log, language=None)
@@ -254,7 +288,9 @@ def training_tab(runs: list[jobs.RunInfo]) -> None:
     if cols[0].button("Stop", key="stop", disabled=not info.active, help="stop at the next iteration; keeps the checkpoint"):
         jobs.stop_run(info.path)
         st.toast(f"Stopping {info.name}…")
-    can_resume = not info.active and info.status in ("stopped", "interrupted", "incomplete") and (info.path / "last.pt").exists()
+    can_resume = (
+        not info.active and info.status in ("stopped", "interrupted", "incomplete") and (info.path / "last.pt").exists()
+    )
     if cols[1].button("Resume", key="resume", disabled=not can_resume, help="continue from the last checkpoint"):
         jobs.resume_run(info.path)
         st.toast(f"Resuming {info.name}…")
@@ -269,23 +305,44 @@ def runs_tab(runs: list[jobs.RunInfo]) -> None:
     if not runs:
         st.info("No runs yet.")
         return
-    table = pd.DataFrame([{
-        "run": r.name, "algo": r.config.get("algo"), "env": r.config.get("env"), "status": r.status,
-        "steps": (r.summary or {}).get("timesteps"), "eval_mean": (r.summary or {}).get("eval_mean"),
-        "solved_at_step": (r.summary or {}).get("solved_at_step"), "wall_s": (r.summary or {}).get("wall_s"),
-        "seed": r.config.get("seed")} for r in runs])
+    table = pd.DataFrame(
+        [
+            {
+                "run": r.name,
+                "algo": r.config.get("algo"),
+                "env": r.config.get("env"),
+                "status": r.status,
+                "steps": (r.summary or {}).get("timesteps"),
+                "eval_mean": (r.summary or {}).get("eval_mean"),
+                "solved_at_step": (r.summary or {}).get("solved_at_step"),
+                "wall_s": (r.summary or {}).get("wall_s"),
+                "seed": r.config.get("seed"),
+            }
+            for r in runs
+        ]
+    )
     st.dataframe(table, hide_index=True, width="stretch")
-    chosen = st.multiselect("Overlay evaluation curves", [r.name for r in runs], default=[r.name for r in runs[:3]],
-                            key="compare")
+    chosen = st.multiselect(
+        "Overlay evaluation curves", [r.name for r in runs], default=[r.name for r in runs[:3]], key="compare"
+    )
     frames = []
     for r in runs:
         if r.name in chosen:
             _, ev = jobs.metrics(r.path)
             frames += [{"run": r.name, "step": e["step"], "eval_mean": e["eval_mean"]} for e in ev]
     if frames:
-        st.altair_chart(alt.Chart(pd.DataFrame(frames)).mark_line(point=True).encode(
-            x=alt.X("step:Q", title="env steps"), y=alt.Y("eval_mean:Q", title="eval return"),
-            color="run:N", tooltip=["run", "step", "eval_mean"]).properties(height=320), width="stretch")
+        st.altair_chart(
+            alt.Chart(pd.DataFrame(frames))
+            .mark_line(point=True)
+            .encode(
+                x=alt.X("step:Q", title="env steps"),
+                y=alt.Y("eval_mean:Q", title="eval return"),
+                color="run:N",
+                tooltip=["run", "step", "eval_mean"],
+            )
+            .properties(height=320),
+            width="stretch",
+        )
     with st.expander("Delete a run"):
         victim = st.selectbox("Run to delete", [r.name for r in runs], key="delete-run")
         confirm = st.checkbox(f"Yes, delete runs/{victim} and everything in it", key="delete-confirm")
@@ -324,8 +381,10 @@ def export_tab(runs: list[jobs.RunInfo]) -> None:
         m = load_bundle(target).manifest
         par = m["parity"]
         cols = st.columns(4)
-        cols[0].metric("max |torch − onnxruntime|", f"{par['max_abs_diff']:.2g}")
-        cols[1].metric("action agreement", f"{par['action_agreement']:.1%}" if "action_agreement" in par else "n/a (continuous)")
+        cols[0].metric("max |torch - onnxruntime|", f"{par['max_abs_diff']:.2g}")
+        cols[1].metric(
+            "action agreement", f"{par['action_agreement']:.1%}" if "action_agreement" in par else "n/a (continuous)"
+        )
         cols[2].metric("policy.onnx", f"{(target / 'policy.onnx').stat().st_size / 1024:.0f} KiB")
         cols[3].metric("ONNX IR / opset", f"{m['onnx']['ir_version']} / {m['onnx']['opset']}")
         st.caption(f"Bundle: {target} · checked on {par['observations']} observations at batch sizes {par['batch_sizes']}")
@@ -354,8 +413,10 @@ def watch_tab(runs: list[jobs.RunInfo]) -> None:
     saved = st.session_state.get("recording")
     if saved and saved[0] == info.name:
         _, seed_used, rec = saved
-        st.caption(f"seed {seed_used}: return {rec.episode_return:.3g} in {rec.steps} steps"
-                   f"{' (first 400 frames shown)' if rec.steps + 1 > len(rec.frames) else ''}")
+        st.caption(
+            f"seed {seed_used}: return {rec.episode_return:.3g} in {rec.steps} steps"
+            f"{' (first 400 frames shown)' if rec.steps + 1 > len(rec.frames) else ''}"
+        )
         st.image(rec.gif(), caption="animated episode")
         frame = st.slider("Frame", 0, len(rec.frames) - 1, 0, key="watch-frame")
         st.image(rec.frames[frame], caption=f"frame {frame}")

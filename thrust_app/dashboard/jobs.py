@@ -70,8 +70,11 @@ def run_status(path: Path) -> str:
         except ValueError:
             pass
     launched, summary = path / LAUNCH_FILE, path / "summary.json"
-    if launched.exists() and time.time() - launched.stat().st_mtime < 60 and (
-            not summary.exists() or summary.stat().st_mtime < launched.stat().st_mtime):
+    if (
+        launched.exists()
+        and time.time() - launched.stat().st_mtime < 60
+        and (not summary.exists() or summary.stat().st_mtime < launched.stat().st_mtime)
+    ):
         return "starting"  # launched, and the process has not yet written RUNNING (nor finished since)
     if (path / "summary.json").exists():
         return read_json(path / "summary.json").get("status", "finished")
@@ -95,22 +98,47 @@ def _launch(args: list[str], path: Path, request: dict[str, Any]) -> subprocess.
     path.mkdir(parents=True, exist_ok=True)
     atomic_write_json(path / LAUNCH_FILE, {**request, "launched_at": time.time()})
     log = open(path / LOG_FILE, "ab")
-    return subprocess.Popen([sys.executable, "-m", "thrust_app", "train", *args, "--quiet"], stdout=log,
-                            stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True)
+    return subprocess.Popen(
+        [sys.executable, "-m", "thrust_app", "train", *args, "--quiet"],
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        stdin=subprocess.DEVNULL,
+        start_new_session=True,
+    )
 
 
-def start_run(algo: str, env: str, *, timesteps: int, seed: int, device: str, overrides: dict[str, Any],
-              name: str | None = None, root: Path | None = None, eval_every: int | None = None) -> Path:
+def start_run(
+    algo: str,
+    env: str,
+    *,
+    timesteps: int,
+    seed: int,
+    device: str,
+    overrides: dict[str, Any],
+    name: str | None = None,
+    root: Path | None = None,
+    eval_every: int | None = None,
+) -> Path:
     """Check the choices in this process (so errors show at once), then train in a new process."""
+    from ..run_spec import make_spec
     from ..runs import new_run_dir
-    from ..trainer import make_spec
 
     spec = make_spec(algo, env, timesteps, seed, device, eval_every, overrides=overrides)  # raises on bad input
     root = root or runs_root()
     alias = spec.env.split("/")[-1].split("-v")[0].lower()
     path = new_run_dir(root, name or f"{spec.algo}-{alias}-s{seed}-{time.strftime('%Y%m%d-%H%M%S')}")
-    args = [spec.algo, spec.env, "--timesteps", str(timesteps), "--seed", str(seed), "--device", device,
-            "--run-dir", str(path)]
+    args = [
+        spec.algo,
+        spec.env,
+        "--timesteps",
+        str(timesteps),
+        "--seed",
+        str(seed),
+        "--device",
+        device,
+        "--run-dir",
+        str(path),
+    ]
     if eval_every:
         args += ["--eval-every", str(eval_every)]
     for key, value in overrides.items():
@@ -153,8 +181,7 @@ def progress(info: RunInfo) -> dict[str, Any]:
     step = max([r["step"] for r in train + evals] or [0])
     sps = next((r["sps"] for r in reversed(train) if r.get("sps")), None)
     eta = (target - step) / sps if sps and info.active and step < target else None
-    return {"step": step, "target": target, "sps": sps, "eta_s": eta,
-            "fraction": min(step / target, 1.0) if target else 0.0}
+    return {"step": step, "target": target, "sps": sps, "eta_s": eta, "fraction": min(step / target, 1.0) if target else 0.0}
 
 
 def dump(obj: Any) -> str:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .core import ALIASES, CORE_ENVS, UnknownEnvError, resolve_env_id, valid_names
+from .core import ALIASES, CORE_ENVS, Box, Discrete, UnknownEnvError, make_core, resolve_env_id, valid_names
 
 
 def make_env(name: str, **kwargs: Any) -> Any:
@@ -36,4 +36,26 @@ def make_env(name: str, **kwargs: Any) -> Any:
         ) from None
 
 
-__all__ = ["ALIASES", "CORE_ENVS", "UnknownEnvError", "make_env", "resolve_env_id", "valid_names"]
+__all__ = ["ALIASES", "CORE_ENVS", "UnknownEnvError", "env_spaces", "make_env", "resolve_env_id", "valid_names"]
+
+
+def env_spaces(name: str) -> tuple[Box, Discrete | Box]:
+    """An env's observation and action spaces in Thrust's form, without stepping it: Thrust's from
+    the core, a gymnasium env's from one instance made and closed. Spaces Thrust cannot train on
+    (a non-Box observation, say) raise ValueError naming them."""
+    try:
+        core = make_core(name)
+        return core.observation_space, core.action_space
+    except UnknownEnvError:
+        pass
+    from .vec import from_gym_space
+
+    env = make_env(name)
+    try:
+        env_id = env.spec.id if env.spec is not None else name
+        return (
+            from_gym_space(env.observation_space, "observation", env_id),
+            from_gym_space(env.action_space, "action", env_id),
+        )
+    finally:
+        env.close()

@@ -76,8 +76,12 @@ class ArrayBatchedEnv(VecEnv):
         import torch
 
         to_tensor = lambda x: torch.as_tensor(x).clone()  # noqa: E731  (numpy or torch, saved as torch)
-        return {"state": to_tensor(self.state), "steps": to_tensor(self.steps), "returns": to_tensor(self.returns),
-                "rng": self.backend.get_state()}
+        return {
+            "state": to_tensor(self.state),
+            "steps": to_tensor(self.steps),
+            "returns": to_tensor(self.returns),
+            "rng": self.backend.get_state(),
+        }
 
     def set_state(self, saved: dict[str, Any]) -> None:
         as_backend = lambda t: self.backend.asarray(t.numpy() if self.backend.name == "numpy" else t)  # noqa: E731
@@ -207,9 +211,9 @@ class BatchedPendulum(ArrayBatchedEnv):
         u = xp.clip(xp.astype(actions[:, 0], xp.float64), -pd.MAX_TORQUE, pd.MAX_TORQUE)
         normalized = ((theta + math.pi) % (2 * math.pi)) - math.pi
         costs = normalized**2 + 0.1 * theta_dot**2 + 0.001 * (u**2)
-        new_theta_dot = theta_dot + (
-            3 * pd.GRAVITY / (2 * pd.LENGTH) * xp.sin(theta) + 3.0 / (pd.MASS * pd.LENGTH**2) * u
-        ) * pd.DT
+        new_theta_dot = (
+            theta_dot + (3 * pd.GRAVITY / (2 * pd.LENGTH) * xp.sin(theta) + 3.0 / (pd.MASS * pd.LENGTH**2) * u) * pd.DT
+        )
         new_theta_dot = xp.clip(new_theta_dot, -pd.MAX_SPEED, pd.MAX_SPEED)
         new_state = xp.stack([theta + new_theta_dot * pd.DT, new_theta_dot], axis=1)
         return new_state, -costs, xp.zeros_like(theta, dtype=xp.bool)

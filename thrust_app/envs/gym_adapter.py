@@ -7,7 +7,7 @@ right shape and its spaces into gymnasium spaces. Seeds pass straight through, s
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, ClassVar
 
 import gymnasium as gym
 import numpy as np
@@ -27,7 +27,7 @@ class ThrustEnv(gym.Env):
     """A gymnasium env around one pure-Python core; subclasses name the core."""
 
     core_cls: type[cores.CoreEnv]
-    metadata = {"render_modes": ["rgb_array"], "render_fps": 30}
+    metadata: ClassVar[dict[str, Any]] = {"render_modes": ["rgb_array"], "render_fps": 30}
 
     def __init__(self, render_mode: str | None = None, **core_kwargs: Any) -> None:
         if render_mode is not None and render_mode not in self.metadata["render_modes"]:
@@ -63,22 +63,20 @@ class BanditEnv(ThrustEnv):
 
 class CartPoleEnv(ThrustEnv):
     core_cls = cores.CartPole
-    metadata = {"render_modes": ["rgb_array"], "render_fps": 50}
+    metadata: ClassVar[dict[str, Any]] = {"render_modes": ["rgb_array"], "render_fps": 50}
 
 
 class PendulumEnv(ThrustEnv):
     core_cls = cores.Pendulum
-    metadata = {"render_modes": ["rgb_array"], "render_fps": 20}
+    metadata: ClassVar[dict[str, Any]] = {"render_modes": ["rgb_array"], "render_fps": 20}
 
 
 class SnakeEnv(ThrustEnv):
     core_cls = cores.Snake
-    metadata = {"render_modes": ["rgb_array"], "render_fps": 10}
+    metadata: ClassVar[dict[str, Any]] = {"render_modes": ["rgb_array"], "render_fps": 10}
 
 
-GYM_ENVS: dict[str, type[ThrustEnv]] = {
-    cls.core_cls.id: cls for cls in (BanditEnv, CartPoleEnv, PendulumEnv, SnakeEnv)
-}
+GYM_ENVS: dict[str, type[ThrustEnv]] = {cls.core_cls.id: cls for cls in (BanditEnv, CartPoleEnv, PendulumEnv, SnakeEnv)}
 
 
 def register_envs() -> None:

@@ -28,8 +28,8 @@ def _canvas(width: int, height: int) -> np.ndarray:
 
 def _rect(frame: np.ndarray, x0: float, y0: float, x1: float, y1: float, color: tuple[int, int, int]) -> None:
     h, w, _ = frame.shape
-    xa, xb = sorted((int(round(x0)), int(round(x1))))
-    ya, yb = sorted((int(round(y0)), int(round(y1))))
+    xa, xb = sorted((round(x0), round(x1)))
+    ya, yb = sorted((round(y0), round(y1)))
     frame[max(ya, 0) : min(yb, h), max(xa, 0) : min(xb, w)] = color
 
 

@@ -8,7 +8,8 @@ ended on, which is what bootstrapping a truncated episode needs.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from typing import Any, Callable, NamedTuple
+from collections.abc import Callable
+from typing import Any, NamedTuple
 
 from .arrays import Backend, BackendName, make_backend
 from .core import Box, Discrete
@@ -50,6 +51,7 @@ class VecEnv(ABC):
 
     def close(self) -> None:
         """Release resources (nothing for the built-in envs)."""
+        return None
 
     def get_state(self) -> dict[str, Any] | None:
         """Everything needed to continue exactly where this env is (for checkpoints), or None if it
@@ -131,7 +133,7 @@ class LoopVecEnv(VecEnv):
         if isinstance(self.action_space, Box):
             actions = actions.astype(np.float32, copy=False)
         obs, final, rewards, terms, truncs, returns, lengths = [], [], [], [], [], [], []
-        for i, (env, action) in enumerate(zip(self.envs, actions)):
+        for i, (env, action) in enumerate(zip(self.envs, actions, strict=True)):
             o, r, term, trunc, _ = env.step(action if isinstance(self.action_space, Box) else int(action))
             self._returns[i] += float(r)
             self._lengths[i] += 1
@@ -159,4 +161,3 @@ class LoopVecEnv(VecEnv):
     def close(self) -> None:
         for env in self.envs:
             env.close()
-

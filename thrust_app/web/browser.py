@@ -8,8 +8,16 @@ from pathlib import Path
 
 CHROMIUM = Path("/usr/bin/chromium")
 #: Flags for this machine: no background traffic (the network is closed), WebGPU on (SwiftShader adapter).
-CHROMIUM_ARGS = ["--headless=new", "--no-sandbox", "--disable-background-networking", "--disable-component-update",
-                 "--disable-sync", "--no-first-run", "--disable-quic", "--enable-unsafe-webgpu"]
+CHROMIUM_ARGS = [
+    "--headless=new",
+    "--no-sandbox",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+    "--disable-quic",
+    "--enable-unsafe-webgpu",
+]
 
 
 class BrowserUnavailable(RuntimeError):

@@ -17,8 +17,11 @@ from .. import __version__
 
 PACKAGE_ROOT = Path(__file__).resolve().parents[1]
 #: Files of the wheel, relative to the package root; nothing here may import numpy, gymnasium or torch.
-CORE_FILES = ["__init__.py", "envs/__init__.py", *sorted(
-    str(p.relative_to(PACKAGE_ROOT)) for p in (PACKAGE_ROOT / "envs" / "core").glob("*.py"))]
+CORE_FILES = [
+    "__init__.py",
+    "envs/__init__.py",
+    *sorted(str(p.relative_to(PACKAGE_ROOT)) for p in (PACKAGE_ROOT / "envs" / "core").glob("*.py")),
+]
 
 
 def wheel_name() -> str:
@@ -36,7 +39,8 @@ def build_core_wheel() -> bytes:
     files: dict[str, bytes] = {f"thrust_app/{rel}": (PACKAGE_ROOT / rel).read_bytes() for rel in CORE_FILES}
     files[f"{dist_info}/METADATA"] = (
         f"Metadata-Version: 2.1\nName: thrust_app\nVersion: {__version__}\n"
-        "Summary: Thrust's pure-Python environment cores (browser build)\n").encode()
+        "Summary: Thrust's pure-Python environment cores (browser build)\n"
+    ).encode()
     files[f"{dist_info}/WHEEL"] = b"Wheel-Version: 1.0\nGenerator: thrust\nRoot-Is-Purelib: true\nTag: py3-none-any\n"
     files[f"{dist_info}/top_level.txt"] = b"thrust_app\n"
     record = [_record_line(name, data) for name, data in files.items()] + [f"{dist_info}/RECORD,,"]

@@ -28,10 +28,19 @@ WEB_DIR = REPO_ROOT / "web"
 EXPORT_DIR = REPO_ROOT / "export"
 HOST = "127.0.0.1"
 
-MIME_TYPES = {".wasm": "application/wasm", ".mjs": "text/javascript", ".js": "text/javascript",
-              ".json": "application/json", ".onnx": "application/octet-stream", ".whl": "application/zip",
-              ".zip": "application/zip", ".css": "text/css", ".html": "text/html; charset=utf-8",
-              ".map": "application/json", ".py": "text/x-python"}
+MIME_TYPES = {
+    ".wasm": "application/wasm",
+    ".mjs": "text/javascript",
+    ".js": "text/javascript",
+    ".json": "application/json",
+    ".onnx": "application/octet-stream",
+    ".whl": "application/zip",
+    ".zip": "application/zip",
+    ".css": "text/css",
+    ".html": "text/html; charset=utf-8",
+    ".map": "application/json",
+    ".py": "text/x-python",
+}
 
 
 class WebSetupError(RuntimeError):
@@ -44,8 +53,10 @@ def ensure_node_modules(web_dir: Path = WEB_DIR, log=print) -> None:
         return
     npm = shutil.which("npm")
     if npm is None:
-        raise WebSetupError("the browser player needs npm (Node.js) to install pyodide and onnxruntime-web; "
-                            "install Node.js >= 18, then run `thrust web` again")
+        raise WebSetupError(
+            "the browser player needs npm (Node.js) to install pyodide and onnxruntime-web; "
+            "install Node.js >= 18, then run `thrust web` again"
+        )
     log("thrust: installing the player's npm packages (npm ci)...")
     done = subprocess.run([npm, "ci", "--no-audit", "--no-fund"], cwd=web_dir, capture_output=True, text=True)
     if done.returncode != 0:
@@ -55,11 +66,20 @@ def ensure_node_modules(web_dir: Path = WEB_DIR, log=print) -> None:
 def bundle_index(export_dir: Path) -> list[dict]:
     """Every bundle under export_dir, valid ones with their manifest summary, broken ones with the reason."""
     entries = []
-    for path in sorted(p for p in export_dir.iterdir() if p.is_dir() and not p.name.startswith(".")) if export_dir.is_dir() else []:
+    for path in (
+        sorted(p for p in export_dir.iterdir() if p.is_dir() and not p.name.startswith(".")) if export_dir.is_dir() else []
+    ):
         try:
             m = load_bundle(path).manifest
-            entries.append({"name": path.name, "env_id": m["env_id"], "algo": m["algo"],
-                            "eval_mean": m.get("training", {}).get("eval_mean"), "ok": True})
+            entries.append(
+                {
+                    "name": path.name,
+                    "env_id": m["env_id"],
+                    "algo": m["algo"],
+                    "eval_mean": m.get("training", {}).get("eval_mean"),
+                    "ok": True,
+                }
+            )
         except BundleError as err:
             entries.append({"name": path.name, "ok": False, "error": str(err)})
     return entries
@@ -82,9 +102,11 @@ class PlayerHandler(SimpleHTTPRequestHandler):
         super().end_headers()
 
     def guess_type(self, path) -> str:
-        return MIME_TYPES.get(Path(str(path)).suffix.lower()) or mimetypes.guess_type(str(path))[0] or "application/octet-stream"
+        return (
+            MIME_TYPES.get(Path(str(path)).suffix.lower()) or mimetypes.guess_type(str(path))[0] or "application/octet-stream"
+        )
 
-    def log_message(self, format: str, *args) -> None:  # noqa: A002 - the base class's name
+    def log_message(self, format: str, *args) -> None:
         if getattr(self.server, "verbose", False):
             super().log_message(format, *args)
 
@@ -108,7 +130,7 @@ class PlayerHandler(SimpleHTTPRequestHandler):
         if path == "/py/index.json":
             return self._send(json.dumps({"wheel": f"/py/{wheel_name()}"}).encode(), "application/json")
         if path.startswith("/export/"):
-            target = (self.export_dir / path[len("/export/"):]).resolve()
+            target = (self.export_dir / path[len("/export/") :]).resolve()
             if self.export_dir.resolve() not in target.parents or not target.is_file():
                 return self.send_error(HTTPStatus.NOT_FOUND, "no such bundle file")
             return self._send(target.read_bytes(), self.guess_type(target))
@@ -118,8 +140,9 @@ class PlayerHandler(SimpleHTTPRequestHandler):
 class PlayerServer:
     """The player's HTTP server on 127.0.0.1; `start()` runs it in a thread, `stop()` shuts it down."""
 
-    def __init__(self, port: int = 8000, web_dir: Path = WEB_DIR, export_dir: Path = EXPORT_DIR,
-                 verbose: bool = False) -> None:
+    def __init__(
+        self, port: int = 8000, web_dir: Path = WEB_DIR, export_dir: Path = EXPORT_DIR, verbose: bool = False
+    ) -> None:
         handler = type("Handler", (PlayerHandler,), {"export_dir": Path(export_dir), "wheel": build_core_wheel()})
         self.httpd = ThreadingHTTPServer((HOST, port), partial(handler, directory=str(web_dir)))
         self.httpd.verbose = verbose
@@ -130,7 +153,7 @@ class PlayerServer:
     def url(self) -> str:
         return f"http://{HOST}:{self.httpd.server_address[1]}/"
 
-    def start(self) -> "PlayerServer":
+    def start(self) -> PlayerServer:
         self._thread = threading.Thread(target=self.httpd.serve_forever, name="thrust-web", daemon=True)
         self._thread.start()
         return self
@@ -144,7 +167,7 @@ class PlayerServer:
         if self._thread is not None:
             self._thread.join(timeout=5)
 
-    def __enter__(self) -> "PlayerServer":
+    def __enter__(self) -> PlayerServer:
         return self.start()
 
     def __exit__(self, *exc) -> None:

@@ -51,7 +51,21 @@ def make_core(name: str, **kwargs: Any) -> CoreEnv:
 
 
 __all__ = [
-    "ALIASES", "CORE_ENVS", "Box", "CartPole", "CoreEnv", "Discrete", "EnvError", "EpisodeOverError",
-    "InvalidActionError", "Pendulum", "SimpleBandit", "Snake", "StepResult", "UnknownEnvError",
-    "make_core", "resolve_env_id", "valid_names",
+    "ALIASES",
+    "CORE_ENVS",
+    "Box",
+    "CartPole",
+    "CoreEnv",
+    "Discrete",
+    "EnvError",
+    "EpisodeOverError",
+    "InvalidActionError",
+    "Pendulum",
+    "SimpleBandit",
+    "Snake",
+    "StepResult",
+    "UnknownEnvError",
+    "make_core",
+    "resolve_env_id",
+    "valid_names",
 ]

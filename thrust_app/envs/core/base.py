@@ -10,8 +10,9 @@ import math
 import operator
 import random
 from abc import ABC, abstractmethod
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, NamedTuple, Sequence
+from typing import Any, NamedTuple
 
 
 class EnvError(Exception):
@@ -38,9 +39,7 @@ class Discrete:
             raise InvalidActionError(f"action {action!r} is a bool; expected an int in [0, {self.n - 1}]")
         if isinstance(action, (list, tuple)):
             if len(action) != 1:
-                raise InvalidActionError(
-                    f"action has shape ({len(action)},); expected a single int in [0, {self.n - 1}]"
-                )
+                raise InvalidActionError(f"action has shape ({len(action)},); expected a single int in [0, {self.n - 1}]")
             action = action[0]
         try:
             value = operator.index(action)
@@ -49,8 +48,7 @@ class Discrete:
                 value = int(action)
             else:
                 raise InvalidActionError(
-                    f"action {action!r} ({type(action).__name__}) is not an integer; "
-                    f"expected an int in [0, {self.n - 1}]"
+                    f"action {action!r} ({type(action).__name__}) is not an integer; expected an int in [0, {self.n - 1}]"
                 ) from None
         if not 0 <= value < self.n:
             raise InvalidActionError(f"action {value} is out of range; expected an int in [0, {self.n - 1}]")
@@ -76,14 +74,12 @@ class Box:
         if isinstance(action, (int, float)) and self.size == 1:
             action = [action]
         if not isinstance(action, Sequence) or isinstance(action, str):
-            raise InvalidActionError(
-                f"action {action!r} is not a sequence of floats; expected shape {self.shape}"
-            )
+            raise InvalidActionError(f"action {action!r} is not a sequence of floats; expected shape {self.shape}")
         flat = list(_flatten(action))
         if len(flat) != self.size:
             raise InvalidActionError(f"action has {len(flat)} values; expected shape {self.shape}")
         values = []
-        for i, (v, lo, hi) in enumerate(zip(flat, self.low, self.high)):
+        for i, (v, lo, hi) in enumerate(zip(flat, self.low, self.high, strict=True)):
             try:
                 v = float(v)
             except (TypeError, ValueError):
@@ -91,9 +87,7 @@ class Box:
             if not math.isfinite(v):
                 raise InvalidActionError(f"action[{i}] = {v} is not finite")
             if not lo <= v <= hi:
-                raise InvalidActionError(
-                    f"action[{i}] = {v} is out of range [{lo}, {hi}]; clip it to the action space bounds"
-                )
+                raise InvalidActionError(f"action[{i}] = {v} is out of range [{lo}, {hi}]; clip it to the action space bounds")
             values.append(v)
         return values
 

@@ -55,14 +55,11 @@ class Pendulum(CoreEnv):
         theta, theta_dot = self.state
         u = clip(action[0], -MAX_TORQUE, MAX_TORQUE)
         costs = angle_normalize(theta) ** 2 + 0.1 * theta_dot**2 + 0.001 * (u**2)
-        new_theta_dot = theta_dot + (
-            3 * GRAVITY / (2 * LENGTH) * math.sin(theta) + 3.0 / (MASS * LENGTH**2) * u
-        ) * DT
+        new_theta_dot = theta_dot + (3 * GRAVITY / (2 * LENGTH) * math.sin(theta) + 3.0 / (MASS * LENGTH**2) * u) * DT
         new_theta_dot = clip(new_theta_dot, -MAX_SPEED, MAX_SPEED)
         self.state = [theta + new_theta_dot * DT, new_theta_dot]
         self.last_torque = u
         return self._obs(), -costs, False, False
 
     def render_state(self) -> dict[str, Any]:
-        return {"theta": self.state[0], "theta_dot": self.state[1], "torque": self.last_torque,
-                "max_torque": MAX_TORQUE}
+        return {"theta": self.state[0], "theta_dot": self.state[1], "torque": self.last_torque, "max_torque": MAX_TORQUE}

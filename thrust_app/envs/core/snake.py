@@ -30,7 +30,8 @@ class Snake(CoreEnv):
         super().__init__()
         if width < 5 or height < 5:
             raise ValueError(f"Snake needs a grid of at least 5 x 5, got {width} x {height}")
-        self.width, self.height = width, height
+        self.width = width
+        self.height = height
         self.starve_steps = starve_steps if starve_steps is not None else width * height
         if self.starve_steps < 1:
             raise ValueError(f"starve_steps must be >= 1, got {self.starve_steps}")
@@ -72,7 +73,7 @@ class Snake(CoreEnv):
         if off_grid or head in body_after:
             self.dead = True
             return self._obs(), -1.0, True, False
-        self.body = [head] + body_after
+        self.body = [head, *body_after]
         if eats:
             self.score += 1
             self.steps_since_food = 0

@@ -22,9 +22,19 @@ from thrust_app.exporter import ParityError, export_run
 from thrust_app.trainer import load_policy, train
 
 QUIET = {"progress": False, "log": lambda _: None}
-PAIRS = [("a2c", "bandit"), ("ppo", "bandit"), ("dqn", "bandit"), ("a2c", "cartpole"), ("ppo", "cartpole"),
-         ("dqn", "cartpole"), ("a2c", "pendulum"), ("ppo", "pendulum"), ("sac", "pendulum"), ("ppo", "snake"),
-         ("dqn", "snake")]
+PAIRS = [
+    ("a2c", "bandit"),
+    ("ppo", "bandit"),
+    ("dqn", "bandit"),
+    ("a2c", "cartpole"),
+    ("ppo", "cartpole"),
+    ("dqn", "cartpole"),
+    ("a2c", "pendulum"),
+    ("ppo", "pendulum"),
+    ("sac", "pendulum"),
+    ("ppo", "snake"),
+    ("dqn", "snake"),
+]
 SMALL = {"dqn": {"learning_starts": 100}, "sac": {"learning_starts": 100, "hidden": "32,32"}}
 
 
@@ -32,8 +42,17 @@ SMALL = {"dqn": {"learning_starts": 100}, "sac": {"learning_starts": 100, "hidde
 def runs(tmp_path_factory):
     root = tmp_path_factory.mktemp("runs")
     for algo, env in PAIRS:
-        train(algo, env, timesteps=300, seed=0, device="cpu", run_dir=root / f"{algo}-{env}", eval_episodes=1,
-              overrides=SMALL.get(algo), **QUIET)
+        train(
+            algo,
+            env,
+            timesteps=300,
+            seed=0,
+            device="cpu",
+            run_dir=root / f"{algo}-{env}",
+            eval_episodes=1,
+            overrides=SMALL.get(algo),
+            **QUIET,
+        )
     return root
 
 
@@ -84,11 +103,13 @@ def test_eval_gives_the_same_returns_in_torch_and_onnxruntime(name, runs, tmp_pa
 
 def test_onnxruntime_eval_needs_no_torch(runs, tmp_path):
     export_run(runs / "ppo-bandit", tmp_path / "b")
-    script = ("import sys; sys.modules['torch'] = None\n"
-              "from thrust_app.cli import main\n"
-              f"code = main(['eval', {str(tmp_path / 'b')!r}, '--episodes', '2'])\n"
-              "assert 'torch' not in [m for m in sys.modules if sys.modules[m] is not None]\n"
-              "raise SystemExit(code)")
+    script = (
+        "import sys; sys.modules['torch'] = None\n"
+        "from thrust_app.cli import main\n"
+        f"code = main(['eval', {str(tmp_path / 'b')!r}, '--episodes', '2'])\n"
+        "assert 'torch' not in [m for m in sys.modules if sys.modules[m] is not None]\n"
+        "raise SystemExit(code)"
+    )
     out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
     assert "(onnxruntime): mean return" in out.stdout
@@ -132,7 +153,7 @@ def test_export_refuses_to_overwrite_a_different_bundle_unless_forced(runs, tmp_
     out = tmp_path / "b"
     first = export_run(runs / "ppo-cartpole", out).manifest["sha256"]
     assert export_run(runs / "ppo-cartpole", out).manifest["sha256"] == first  # the same bundle again is fine
-    with pytest.raises(BundleError, match="already holds a different bundle.*--force"):
+    with pytest.raises(BundleError, match=r"already holds a different bundle.*--force"):
         export_run(runs / "a2c-cartpole", out)
     assert load_bundle(out).manifest["sha256"] == first  # untouched
     assert export_run(runs / "a2c-cartpole", out, force=True).manifest["algo"] == "a2c"
@@ -141,7 +162,7 @@ def test_export_refuses_to_overwrite_a_different_bundle_unless_forced(runs, tmp_
 
 def test_a_bundle_that_disagrees_with_torch_is_not_written(runs, tmp_path, monkeypatch):
     monkeypatch.setattr(exporter, "MAX_ABS_DIFF", -1.0)  # every model now "disagrees"
-    with pytest.raises(ParityError, match="does not act like the torch policy.*nothing was written"):
+    with pytest.raises(ParityError, match=r"does not act like the torch policy.*nothing was written"):
         export_run(runs / "ppo-cartpole", tmp_path / "b")
     assert list(tmp_path.iterdir()) == []
 
@@ -153,8 +174,10 @@ def test_cli_explains_export_and_runtime_mistakes(runs, capsys):
     assert "not a Thrust run folder" in capsys.readouterr().err
 
 
-@pytest.mark.parametrize("name", sorted(p.name for p in (Path(__file__).resolve().parents[1] / "export").iterdir()
-                                        if (p / "manifest.json").is_file()))
+@pytest.mark.parametrize(
+    "name",
+    sorted(p.name for p in (Path(__file__).resolve().parents[1] / "export").iterdir() if (p / "manifest.json").is_file()),
+)
 def test_torch_policy_rebuilt_from_a_reference_bundle_acts_like_it(name):
     bundle = load_bundle(Path(__file__).resolve().parents[1] / "export" / name)
     graph = exporter.torch_policy_from_bundle(bundle)

@@ -60,7 +60,9 @@ def test_cartpole_equals_gymnasium_cartpole_v1(mode):
         rng = np.random.default_rng(seed)
         worst, steps = 0.0, 0
         while True:
-            action = int(obs[2] + 0.5 * obs[3] + 0.01 * obs[0] + 0.1 * obs[1] > 0) if mode == "balanced" else int(rng.integers(2))
+            action = (
+                int(obs[2] + 0.5 * obs[3] + 0.01 * obs[0] + 0.1 * obs[1] > 0) if mode == "balanced" else int(rng.integers(2))
+            )
             o1, r1, term1, trunc1, _ = ours.step(action)
             o2, r2, term2, trunc2, _ = theirs.step(action)
             steps += 1

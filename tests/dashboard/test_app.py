@@ -16,7 +16,7 @@ from streamlit.testing.v1 import AppTest
 
 from thrust_app.dashboard import jobs
 
-APP = str(Path(__file__).resolve().parents[1] / "thrust_app" / "dashboard" / "app.py")
+APP = str(Path(__file__).resolve().parents[2] / "thrust_app" / "dashboard" / "app.py")
 SUBMIT = "FormSubmitter:new-run-Start training"
 CHROMIUM = "/usr/bin/chromium"
 
@@ -30,7 +30,8 @@ def dirs(tmp_path, monkeypatch):
     for info in jobs.list_runs(tmp_path / "runs"):  # leave no training process behind
         if info.active:
             jobs.stop_run(info.path)
-            wait_until(lambda: not (info.path / "RUNNING").exists(), 60)
+            running = info.path / "RUNNING"
+            wait_until(lambda running=running: not running.exists(), 60)
 
 
 def wait_until(condition, timeout: float, at: AppTest | None = None):
@@ -84,8 +85,8 @@ def test_start_watch_stop_resume_export(dirs):
     at.button(key=SUBMIT).click().run()
     assert at.success and "Started ppo on bandit" in at.success[0].value
     (run,) = jobs.list_runs()
-    last_eval = lambda: next((m.value for m in at.metric if m.label == "Last eval"), "–")  # noqa: E731
-    wait_until(lambda: "running: step" in progress_text(at) and at.get("vega_lite_chart") and last_eval() != "–", 90, at)
+    last_eval = lambda: next((m.value for m in at.metric if m.label == "Last eval"), "—")  # noqa: E731
+    wait_until(lambda: "running: step" in progress_text(at) and at.get("vega_lite_chart") and last_eval() != "—", 90, at)
 
     at.button(key="stop").click().run()
     wait_until(lambda: progress_text(at).startswith("stopped"), 60, at)
@@ -93,7 +94,9 @@ def test_start_watch_stop_resume_export(dirs):
     assert (run.path / "last.pt").exists() and 0 < stopped_at < 300_000
 
     at.button(key="resume").click().run()
-    wait_until(lambda: progress_text(at).startswith("running") and jobs.progress(jobs.list_runs()[0])["step"] > stopped_at, 90, at)
+    wait_until(
+        lambda: progress_text(at).startswith("running") and jobs.progress(jobs.list_runs()[0])["step"] > stopped_at, 90, at
+    )
     at.button(key="stop").click().run()
     wait_until(lambda: progress_text(at).startswith("stopped"), 60, at)
 
@@ -123,21 +126,49 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-@pytest.mark.skipif(not os.environ.get("THRUST_REQUIRE_BROWSER") and not Path(CHROMIUM).exists(),
-                    reason="needs Debian chromium at /usr/bin/chromium (.ci/run installs it)")
+@pytest.mark.skipif(
+    not os.environ.get("THRUST_REQUIRE_BROWSER") and not Path(CHROMIUM).exists(),
+    reason="needs Debian chromium at /usr/bin/chromium (.ci/run installs it)",
+)
 def test_real_browser_starts_a_run_and_sees_a_chart(dirs):
     from playwright.sync_api import sync_playwright
 
     port = free_port()
     server = subprocess.Popen(
-        [sys.executable, "-m", "streamlit", "run", APP, "--server.address", "127.0.0.1", "--server.port", str(port),
-         "--server.headless", "true", "--browser.gatherUsageStats", "false"],
-        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env={**os.environ}, start_new_session=True)
+        [
+            sys.executable,
+            "-m",
+            "streamlit",
+            "run",
+            APP,
+            "--server.address",
+            "127.0.0.1",
+            "--server.port",
+            str(port),
+            "--server.headless",
+            "true",
+            "--browser.gatherUsageStats",
+            "false",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        env={**os.environ},
+        start_new_session=True,
+    )
     try:
         with sync_playwright() as p:
-            browser = p.chromium.launch(executable_path=CHROMIUM, args=[
-                "--headless=new", "--no-sandbox", "--disable-background-networking", "--disable-component-update",
-                "--disable-sync", "--no-first-run", "--disable-quic"])
+            browser = p.chromium.launch(
+                executable_path=CHROMIUM,
+                args=[
+                    "--headless=new",
+                    "--no-sandbox",
+                    "--disable-background-networking",
+                    "--disable-component-update",
+                    "--disable-sync",
+                    "--no-first-run",
+                    "--disable-quic",
+                ],
+            )
             page = browser.new_page(viewport={"width": 1400, "height": 1000})
             deadline = time.time() + 60
             while True:

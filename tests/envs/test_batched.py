@@ -38,7 +38,7 @@ def test_array_batched_env_matches_the_core_step_for_step(env_id, backend):
     vec = make_batched(env_id, N, seed=1, backend=backend)
     cores = [make_core(env_id) for _ in range(N)]
     vec.reset()
-    for core, row in zip(cores, to_numpy(vec.state)):
+    for core, row in zip(cores, to_numpy(vec.state), strict=True):
         core.reset(seed=0)
         load_state(core, row)
     rng = np.random.default_rng(0)
@@ -124,7 +124,10 @@ def test_unknown_backend_is_explained():
         make_batched("cartpole", 2, backend="numpy", device="cuda")
 
 
-@pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device on this machine: the cuda path of the batched envs is exercised by benches/gpu_check.sh")
+@pytest.mark.skipif(
+    not torch.cuda.is_available(),
+    reason="no CUDA device on this machine: the cuda path of the batched envs is exercised by benches/gpu_check.sh",
+)
 def test_batched_cartpole_runs_on_cuda():
     vec = make_batched("cartpole", 64, seed=0, backend="torch", device="cuda")
     obs = vec.reset()

@@ -3,12 +3,14 @@ and refuse bad use with an error that says what to do."""
 
 from __future__ import annotations
 
+import random
 import subprocess
 import sys
 import textwrap
 
 import pytest
 
+from thrust_app.demo import random_action
 from thrust_app.envs.core import (
     CORE_ENVS,
     EpisodeOverError,
@@ -19,9 +21,6 @@ from thrust_app.envs.core import (
     resolve_env_id,
 )
 from thrust_app.envs.core.snake import LEFT, RIGHT, STRAIGHT
-from thrust_app.demo import random_action
-
-import random
 
 
 def test_cores_import_and_run_without_numpy_gymnasium_or_torch():

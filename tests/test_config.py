@@ -1,0 +1,70 @@
+"""Configs: every value is parsed to its field's type and checked against the range the field declares,
+before any run folder exists; a bad one is refused naming the problem."""
+
+from __future__ import annotations
+
+import pytest
+
+from thrust_app.algos import ALGOS
+from thrust_app.config import ConfigError, apply_overrides
+from thrust_app.trainer import train
+
+QUIET = {"progress": False, "log": lambda _: None}
+
+
+@pytest.mark.parametrize(
+    "overrides, message",
+    [
+        (["lerning_rate=0.1"], "did you mean 'learning_rate'"),
+        (["n_steps=abc"], "n_steps: cannot read 'abc'; expected an integer"),
+        (["n_steps=0"], "n_steps must be >= 1"),
+        (["gamma=1.5"], r"gamma must be in \[0, 1\]"),
+        (["activation=sigmoid"], "not one of tanh, relu"),
+        (["learning_rate=inf"], "learning_rate must be a finite number, got inf"),
+        (["clip_range=nan"], "clip_range must be a finite number"),
+        (["clip_range=-1"], "clip_range must be > 0"),
+        (["gae_lambda=1.5"], r"gae_lambda must be in \[0, 1\]"),
+        (["max_grad_norm=-1"], "max_grad_norm must be > 0"),
+        (["backward=magic"], "not one of fast, autograd"),
+        (["learning_rate"], "expects key=value"),
+    ],
+)
+def test_bad_config_is_refused_naming_the_problem(overrides, message, tmp_path):
+    with pytest.raises(ConfigError, match=message):
+        train("ppo", "cartpole", run_dir=tmp_path, overrides=overrides, **QUIET)
+    assert not (tmp_path / "config.json").exists()
+
+
+@pytest.mark.parametrize(
+    "algo, key, value, message",
+    [
+        ("sac", "tau", "5", r"tau must be in \(0, 1\]"),
+        ("sac", "tau", "nan", "tau must be a finite number"),
+        ("dqn", "exploration_fraction", "0", r"exploration_fraction must be in \(0, 1\]"),
+        ("dqn", "loss", "l1", "not one of huber, mse"),
+        ("a2c", "ent_coef", "-0.1", "ent_coef must be >= 0"),
+    ],
+)
+def test_each_field_is_checked_against_its_own_range(algo, key, value, message):
+    config_cls = ALGOS[algo].Config
+    with pytest.raises(ConfigError, match=message):
+        apply_overrides(config_cls(), [f"{key}={value}"], algo)
+
+
+def test_every_default_config_is_valid():
+    for algo_cls in ALGOS.values():
+        algo_cls.Config().validate()
+
+
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        ({"eval_every": 0}, "eval_every must be >= 1"),
+        ({"checkpoint_every": -5}, "checkpoint_every must be >= 1"),
+        ({"timesteps": 0}, "timesteps must be >= 1"),
+    ],
+)
+def test_bad_intervals_are_refused_before_a_folder_exists(kwargs, message, tmp_path):
+    with pytest.raises(ConfigError, match=message):
+        train("ppo", "cartpole", run_dir=tmp_path / "run", **kwargs, **QUIET)
+    assert not (tmp_path / "run").exists()

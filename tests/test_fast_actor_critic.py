@@ -1,0 +1,102 @@
+"""The written-out backward (`backward="fast"`) gives the reference's gradients: autograd through
+`ActorCritic.evaluate_actions` on the algorithm files' own losses."""
+
+from __future__ import annotations
+
+from functools import partial
+
+import pytest
+import torch
+
+from thrust_app.algos import A2C, PPO
+from thrust_app.algos.a2c import A2CConfig, a2c_loss
+from thrust_app.algos.ppo import Minibatch, PPOConfig, ppo_loss
+from thrust_app.envs.batched import make_batched
+from thrust_app.envs.core import Box, Discrete
+from thrust_app.fast_actor_critic import fast_backward, unsupported_reason
+from thrust_app.nets import ActorCritic
+from thrust_app.tensors import EnvIO
+
+
+def reference_gradients(net, obs, actions, loss_fn):
+    net.zero_grad()
+    loss, logs = loss_fn(*net.evaluate_actions(obs, actions))
+    loss.backward()
+    return logs.detach(), {name: p.grad.clone() for name, p in net.named_parameters()}
+
+
+def example_batch(space: str, n: int = 64):
+    generator = torch.Generator().manual_seed(0)
+    obs = torch.randn(n, 5, generator=generator) * 2
+    actions = torch.randn(n, 2, generator=generator) if space == "box" else torch.randint(0, 3, (n,), generator=generator)
+    minibatch = Minibatch(
+        old_log_prob=torch.randn(n, generator=generator) * 0.3 - 1.0,
+        old_value=torch.randn(n, generator=generator),
+        advantages=torch.randn(n, generator=generator),
+        returns=torch.randn(n, generator=generator),
+    )
+    return obs, actions, minibatch
+
+
+LOSSES = {
+    "ppo": lambda batch: partial(ppo_loss, batch=batch, clip_range=0.2, config=PPOConfig(ent_coef=0.01, vf_coef=0.7)),
+    "ppo-vf-clip": lambda batch: partial(
+        ppo_loss, batch=batch, clip_range=0.1, config=PPOConfig(ent_coef=0.02, clip_range_vf=0.2, normalize_advantage=False)
+    ),
+    "a2c": lambda batch: partial(
+        a2c_loss,
+        advantages=batch.advantages,
+        returns=batch.returns,
+        config=A2CConfig(ent_coef=0.01, vf_coef=0.7, normalize_advantage=True),
+    ),
+}
+
+
+@pytest.mark.parametrize("loss", LOSSES)
+@pytest.mark.parametrize(
+    "hidden, activation, space",
+    [
+        ((64, 64), "tanh", "discrete"),
+        ((32,), "relu", "discrete"),
+        ((16, 24, 8), "tanh", "box"),
+        ((64, 64), "relu", "box"),
+    ],
+)
+def test_fast_gradients_equal_autograds(loss, hidden, activation, space):
+    action_space = Box((-2.0, -1.0), (2.0, 1.0), (2,)) if space == "box" else Discrete(3)
+    torch.manual_seed(0)
+    net = ActorCritic((5,), action_space, hidden, activation)
+    obs, actions, batch = example_batch(space)
+    loss_fn = LOSSES[loss](batch)
+    want_logs, want = reference_gradients(net, obs, actions, loss_fn)
+    got_logs = fast_backward(net, obs, actions, loss_fn)
+    torch.testing.assert_close(got_logs, want_logs, atol=1e-6, rtol=1e-5)
+    for name, p in net.named_parameters():
+        assert p.grad.abs().sum() > 0, name
+        torch.testing.assert_close(p.grad, want[name], atol=2e-6, rtol=1e-4, msg=name)
+
+
+@pytest.mark.parametrize("algo_cls", [PPO, A2C])
+def test_the_switch_trains_the_same_policy_either_way(algo_cls):
+    """One whole iteration (rollout, every minibatch, optimizer steps) with each setting of `backward`."""
+    nets = []
+    for backward in ("fast", "autograd"):
+        torch.manual_seed(0)
+        env = make_batched("cartpole", 4, seed=0)
+        extra = {"batch_size": 64} if algo_cls is PPO else {}
+        config = algo_cls.Config(n_envs=4, n_steps=32, backward=backward, **extra)
+        algo = algo_cls(env.observation_space.shape, env.action_space, config, torch.device("cpu"), seed=0)
+        algo.apply_schedules(1.0)
+        env_io = EnvIO(torch.device("cpu"))
+        algo.iteration(env, env_io, env_io.reset(env))
+        nets.append(algo.net)
+    torch.testing.assert_close(nets[0].flat, nets[1].flat, atol=1e-5, rtol=1e-4)
+
+
+def test_image_observations_fall_back_to_autograd_with_a_note():
+    net = ActorCritic((3, 5, 5), Discrete(3))
+    assert "CNN" in unsupported_reason(net)
+    env = make_batched("snake", 1, seed=0)
+    algo = PPO(env.observation_space.shape, env.action_space, PPOConfig(), torch.device("cpu"), seed=0)
+    assert not algo.use_fast_backward
+    assert any("falls back to autograd" in note for note in algo.notes)
