@@ -38,6 +38,12 @@ def example_batch(space: str, n: int = 64):
     return obs, actions, minibatch
 
 
+def loss_with_an_extra_term(log_prob, entropy, value, batch):
+    """A loss the fast path has no written-out gradient for: its gradient comes from autograd on it."""
+    loss, logs = ppo_loss(log_prob, entropy, value, batch, clip_range=0.2, config=PPOConfig(ent_coef=0.01))
+    return loss + 0.1 * (log_prob - batch.old_log_prob).square().mean(), logs
+
+
 LOSSES = {
     "ppo": lambda batch: partial(ppo_loss, batch=batch, clip_range=0.2, config=PPOConfig(ent_coef=0.01, vf_coef=0.7)),
     "ppo-vf-clip": lambda batch: partial(
@@ -49,6 +55,10 @@ LOSSES = {
         returns=batch.returns,
         config=A2CConfig(ent_coef=0.01, vf_coef=0.7, normalize_advantage=True),
     ),
+    "a2c-no-entropy": lambda batch: partial(
+        a2c_loss, advantages=batch.advantages, returns=batch.returns, config=A2CConfig(ent_coef=0.0)
+    ),
+    "new-term": lambda batch: partial(loss_with_an_extra_term, batch=batch),
 }
 
 

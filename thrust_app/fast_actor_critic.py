@@ -1,23 +1,27 @@
 """The written-out backward pass of ActorCritic: the speed switch of A2C and PPO (`backward="fast"`).
 
 The reference is autograd: `loss, logs = loss_fn(*net.evaluate_actions(obs, actions)); loss.backward()`.
-Here the same loss function (the algorithm file's own, unchanged) is differentiated in two parts:
+Here the gradient of the same loss is computed in two parts:
 
-1. autograd on the loss expression alone, from per-sample leaves `log_prob`, `entropy`, `value`, gives
-   dL/d log_prob, dL/d entropy and dL/d value: a few element-wise ops on vectors of the batch size;
-2. the chain rule from there to the parameters is written out below: the distribution, the two heads,
-   and the TwinTowers layers, each writing its gradient into the net's flat gradient buffer with `out=`.
+1. dL/d log_prob, dL/d entropy and dL/d value per sample. For PPO's and A2C's losses these are written
+   out below (`WRITTEN_OUT`, a few element-wise ops); any other loss function (a new term, a new
+   algorithm) gets them from autograd on its own expression, from per-sample leaves: correct at once,
+   and still skipping autograd through the network.
+2. The chain rule from there to the parameters, written out: the distribution, the two heads and the
+   TwinTowers layers, each writing its gradient into the net's flat gradient buffer with `out=`.
 
-Part 2 is where autograd's bookkeeping costs more than the math of a net this small (about a third of
-autograd's op launches). It covers vector observations (TwinTowers); `unsupported_reason` says why
-anything else falls back to autograd. tests/test_fast_actor_critic.py holds both paths equal on PPO's
-and A2C's losses.
+On a net this small autograd's bookkeeping costs more than the math; this path launches about a third
+of the ops. It covers vector observations (TwinTowers); `unsupported_reason` says why anything else
+falls back to autograd. tests/test_fast_actor_critic.py holds it equal to the reference on the
+algorithm files' own losses, so a change to `ppo_loss` that the written-out gradient misses fails there.
 """
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable
+from typing import Any
 
 import torch
 
@@ -117,11 +121,15 @@ def _distribution_backward(
 
     Categorical over logits z: d log p_a / dz = onehot(a) - p, dH/dz = -p (log p + H).
     Gaussian: d log p / d mu = eps / sigma, d log p / d log_sigma = eps^2 - 1, dH / d log_sigma = 1."""
-    g_log_prob, g_entropy = g_log_prob.unsqueeze(-1), g_entropy.unsqueeze(-1)
+    g_log_prob = g_log_prob.unsqueeze(-1)
+    if isinstance(g_entropy, torch.Tensor):
+        g_entropy = g_entropy.unsqueeze(-1)
     if net.discrete:
         log_p, p = saved
-        grad = -p * (g_log_prob + g_entropy * (log_p + entropy.unsqueeze(-1)))
-        return grad.scatter_add_(-1, actions.unsqueeze(-1), g_log_prob)
+        grad = g_log_prob
+        if isinstance(g_entropy, torch.Tensor) or g_entropy:  # ent_coef 0: no entropy term to carry
+            grad = grad + g_entropy * (log_p + entropy.unsqueeze(-1))
+        return (-p * grad).scatter_add_(-1, actions.unsqueeze(-1), g_log_prob)
     (noise,) = saved
     torch.sum(g_log_prob * (noise.square() - 1) + g_entropy, 0, out=net.log_std.grad)
     return g_log_prob * noise * (-net.log_std).exp()
@@ -137,11 +145,7 @@ def fast_backward(net: ActorCritic, obs: torch.Tensor, actions: torch.Tensor, lo
         head_out = torch.addmm(pi_head.bias, pi_features, pi_head.weight.T)
         value = torch.addmm(vf_head.bias, vf_features, vf_head.weight.T).squeeze(-1)
         log_prob, entropy, saved = _distribution_stats(net, head_out, actions)
-    leaves = [t.requires_grad_() for t in (log_prob, entropy, value)]
-    with torch.enable_grad():
-        loss, logs = loss_fn(*leaves)
-        g_log_prob, g_entropy, g_value = torch.autograd.grad(loss, leaves, allow_unused=True, materialize_grads=True)
-    with torch.no_grad():
+        logs, (g_log_prob, g_entropy, g_value) = loss_gradient(loss_fn, log_prob, entropy, value)
         g_head = _distribution_backward(net, saved, actions, entropy, g_log_prob, g_entropy)
         g_value = g_value.unsqueeze(-1)
         torch.mm(g_head.T, pi_features, out=pi_head.weight.grad)
@@ -150,3 +154,87 @@ def fast_backward(net: ActorCritic, obs: torch.Tensor, actions: torch.Tensor, lo
         torch.sum(g_value, 0, out=vf_head.bias.grad)
         towers_backward(towers, outputs, torch.stack([g_head @ pi_head.weight, g_value @ vf_head.weight]))
     return logs
+
+
+# -- dL/d (log_prob, entropy, value) -----------------------------------------------------------------
+#: What a loss gradient returns: the loss's logs, and dL/d log_prob, dL/d entropy (a tensor, or one
+#: float for every sample), dL/d value.
+LossGradient = tuple[torch.Tensor, tuple[torch.Tensor, torch.Tensor | float, torch.Tensor]]
+
+
+def loss_gradient(
+    loss_fn: ActorCriticLoss, log_prob: torch.Tensor, entropy: torch.Tensor, value: torch.Tensor
+) -> LossGradient:
+    """The loss's logs and gradient with respect to the per-sample leaves: written out for a loss in
+    `WRITTEN_OUT` (given as `functools.partial(loss, ...)`), else autograd on the loss expression."""
+    written_out = None
+    if isinstance(loss_fn, functools.partial):
+        written_out = WRITTEN_OUT.get(f"{loss_fn.func.__module__}.{loss_fn.func.__qualname__}")
+    if written_out is not None:
+        with torch.no_grad():
+            return written_out(log_prob, entropy, value, *loss_fn.args, **loss_fn.keywords)
+    leaves = [tensor.detach().requires_grad_() for tensor in (log_prob, entropy, value)]
+    with torch.enable_grad():
+        loss, logs = loss_fn(*leaves)
+        grads = torch.autograd.grad(loss, leaves, allow_unused=True, materialize_grads=True)
+    return logs.detach(), tuple(grads)
+
+
+def _ppo_loss_gradient(
+    log_prob: torch.Tensor, entropy: torch.Tensor, value: torch.Tensor, batch: Any, clip_range: float, config: Any
+) -> LossGradient:
+    """`algos.ppo.ppo_loss`'s logs and gradient. With r = exp(log_prob - old_log_prob):
+    d(-mean min(r A, clip(r) A)) / d log_prob = -r A / n where the unclipped term is the min, else 0;
+    d(vf_coef * mean((V' - R)^2)) / dV = 2 vf_coef (V' - R) / n, times [|V - V_old| <= eps_vf] when
+    V' = V_old + clip(V - V_old, -eps_vf, eps_vf); d(-ent_coef * mean H) / dH = -ent_coef / n."""
+    n = log_prob.shape[0]
+    advantages = batch.advantages
+    if config.normalize_advantage and n > 1:
+        advantages = (advantages - advantages.mean()) / (advantages.std() + 1e-8)
+    log_ratio = log_prob - batch.old_log_prob
+    ratio = log_ratio.exp()
+    surrogate = advantages * ratio
+    clipped = advantages * ratio.clamp(1 - clip_range, 1 + clip_range)
+    unclipped = surrogate <= clipped  # only where the min picks the unclipped term does the ratio get a gradient
+    g_value_scale = 2.0 * config.vf_coef / n
+    if config.clip_range_vf:
+        change = value - batch.old_value
+        value_error = batch.old_value + change.clamp(-config.clip_range_vf, config.clip_range_vf) - batch.returns
+        g_value_scale = g_value_scale * (change.abs() <= config.clip_range_vf)
+    else:
+        value_error = value - batch.returns
+    logs = torch.stack(
+        [
+            -torch.minimum(surrogate, clipped),
+            value_error.square(),
+            entropy,
+            (ratio - 1) - log_ratio,
+            ((ratio - 1).abs() > clip_range).float(),
+        ]
+    ).mean(1)  # one mean
+    return logs, (surrogate * unclipped * (-1.0 / n), -config.ent_coef / n, value_error * g_value_scale)
+
+
+def _a2c_loss_gradient(
+    log_prob: torch.Tensor,
+    entropy: torch.Tensor,
+    value: torch.Tensor,
+    advantages: torch.Tensor,
+    returns: torch.Tensor,
+    config: Any,
+) -> LossGradient:
+    """`algos.a2c.a2c_loss`'s logs and gradient: d(-mean(A log_prob))/d log_prob = -A / n,
+    d(vf_coef * mean((V - R)^2))/dV = 2 vf_coef (V - R) / n, d(-ent_coef * mean H)/dH = -ent_coef / n."""
+    n = log_prob.shape[0]
+    if config.normalize_advantage:
+        advantages = (advantages - advantages.mean()) / (advantages.std() + 1e-8)
+    value_error = value - returns
+    logs = torch.stack([-(advantages * log_prob), value_error.square(), entropy]).mean(1)
+    return logs, (advantages * (-1.0 / n), -config.ent_coef / n, value_error * (2.0 * config.vf_coef / n))
+
+
+#: Written-out gradients of the algorithm files' losses, by the loss function's qualified name.
+WRITTEN_OUT: dict[str, Callable[..., LossGradient]] = {
+    "thrust_app.algos.ppo.ppo_loss": _ppo_loss_gradient,
+    "thrust_app.algos.a2c.a2c_loss": _a2c_loss_gradient,
+}

@@ -20,6 +20,7 @@ from .envs.core import Box, Discrete
 from .flat_params import FlatParameters
 
 ACTIVATIONS = {"tanh": nn.Tanh, "relu": nn.ReLU}
+ACTIVATION_FUNCTIONS = {"tanh": torch.tanh, "relu": torch.relu}
 
 
 def is_image(obs_shape: Sequence[int]) -> bool:
@@ -99,7 +100,7 @@ class TwinTowers(nn.Module):
         super().__init__()
         self.hidden = tuple(hidden)
         self.activation = activation
-        self.act = ACTIVATIONS[activation]()
+        self.activate = ACTIVATION_FUNCTIONS[activation]
         #: Both towers' first layers, side by side: output (B, 2 * hidden[0]), policy half first.
         self.input_layer = nn.Linear(in_dim, 2 * hidden[0])
         #: Later layers, one (2, n_in, n_out) block per layer: [0] the policy tower's, [1] the value tower's.
@@ -125,18 +126,19 @@ class TwinTowers(nn.Module):
         return x.view(x.shape[0], 2, self.hidden[0]).transpose(0, 1)
 
     def forward(self, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        x = self.tower_major(self.act(self.input_layer(obs.flatten(1))))
+        layer = self.input_layer
+        x = self.tower_major(self.activate(torch.addmm(layer.bias, obs.flatten(1), layer.weight.T)))
         for weight, bias in zip(self.weights, self.biases, strict=True):
-            x = self.act(torch.baddbmm(bias, x, weight))
+            x = self.activate(torch.baddbmm(bias, x, weight))
         return x[0], x[1]
 
     def tower(self, obs: torch.Tensor, index: int) -> torch.Tensor:
         """One tower alone: 0 the policy's (acting and export need no value), 1 the value's."""
         width = self.hidden[0]
         rows = slice(0, width) if index == 0 else slice(width, 2 * width)
-        x = self.act(nn.functional.linear(obs.flatten(1), self.input_layer.weight[rows], self.input_layer.bias[rows]))
+        x = self.activate(nn.functional.linear(obs.flatten(1), self.input_layer.weight[rows], self.input_layer.bias[rows]))
         for weight, bias in zip(self.weights, self.biases, strict=True):
-            x = self.act(torch.addmm(bias[index], x, weight[index]))
+            x = self.activate(torch.addmm(bias[index], x, weight[index]))
         return x
 
 
@@ -241,8 +243,8 @@ class ActorCritic(BoundsMixin, FlatParameters):
     def sample(self, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """A sampled action, its log-probability and the value of `obs`: what a rollout records per step."""
         pi_features, vf_features = self.features(obs)
-        head_out = self.pi_head(pi_features)
-        value = self.vf_head(vf_features).squeeze(-1)
+        head_out = nn.functional.linear(pi_features, self.pi_head.weight, self.pi_head.bias)
+        value = nn.functional.linear(vf_features, self.vf_head.weight, self.vf_head.bias).squeeze(-1)
         if not self.discrete:
             dist = self.distribution(head_out)
             action = dist.sample()
