@@ -8,6 +8,7 @@ from functools import partial
 import pytest
 import torch
 
+from thrust_app import fast_actor_critic
 from thrust_app.algos import A2C, PPO
 from thrust_app.algos.a2c import A2CConfig, a2c_loss
 from thrust_app.algos.ppo import Minibatch, PPOConfig, ppo_loss
@@ -65,12 +66,7 @@ LOSSES = {
 @pytest.mark.parametrize("loss", LOSSES)
 @pytest.mark.parametrize(
     "hidden, activation, space",
-    [
-        ((64, 64), "tanh", "discrete"),
-        ((32,), "relu", "discrete"),
-        ((16, 24, 8), "tanh", "box"),
-        ((64, 64), "relu", "box"),
-    ],
+    [((64, 64), "tanh", "discrete"), ((32,), "relu", "discrete"), ((16, 24, 8), "tanh", "box"), ((64, 64), "relu", "box")],
 )
 def test_fast_gradients_equal_autograds(loss, hidden, activation, space):
     action_space = Box((-2.0, -1.0), (2.0, 1.0), (2,)) if space == "box" else Discrete(3)
@@ -110,3 +106,25 @@ def test_image_observations_fall_back_to_autograd_with_a_note():
     algo = PPO(env.observation_space.shape, env.action_space, PPOConfig(), torch.device("cpu"), seed=0)
     assert not algo.use_fast_backward
     assert any("falls back to autograd" in note for note in algo.notes)
+
+
+def test_a_written_out_gradient_that_disagrees_with_the_loss_falls_back_with_a_warning(monkeypatch):
+    """As after an edit of ppo_loss that the written-out gradient did not follow."""
+    name = "thrust_app.algos.ppo.ppo_loss"
+    right = fast_actor_critic.WRITTEN_OUT[name]
+
+    def stale(*args, **kwargs):
+        logs, (g_log_prob, g_entropy, g_value) = right(*args, **kwargs)
+        return logs, (g_log_prob, g_entropy, 2 * g_value)  # a value term that has changed since
+
+    monkeypatch.setitem(fast_actor_critic.WRITTEN_OUT, name, stale)
+    monkeypatch.setattr(fast_actor_critic, "_CHECKED", {})
+    torch.manual_seed(0)
+    net = ActorCritic((5,), Discrete(3))
+    obs, actions, batch = example_batch("discrete")
+    loss_fn = LOSSES["ppo"](batch)
+    _, want = reference_gradients(net, obs, actions, loss_fn)
+    with pytest.warns(UserWarning, match="differs from autograd on the loss"):
+        fast_backward(net, obs, actions, loss_fn)
+    for name_, p in net.named_parameters():
+        torch.testing.assert_close(p.grad, want[name_], atol=2e-6, rtol=1e-4, msg=name_)

@@ -6,7 +6,7 @@ checks them against their manifest and their env, and runs them in onnxruntime.
 
 Action dtype. Discrete actions come out of the graph as **int32** on every runtime: onnxruntime
 in Python gives numpy int32, onnxruntime-web gives an Int32Array (int64 would need BigInt in the
-browser, and the Rust original lost its actions to exactly such an integer-width mismatch).
+browser, and the Rust/Burn design lost its actions to exactly such an integer-width mismatch).
 Continuous actions are float32, already squashed and scaled to the env's bounds. `read_actions`
 checks the dtype it gets and fails loudly on any other.
 """

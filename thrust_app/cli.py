@@ -189,6 +189,41 @@ def _cmd_app(args: argparse.Namespace) -> int:
         return 0
 
 
+def add_train_command(subcommands: argparse._SubParsersAction) -> None:
+    """`thrust train ALGO ENV [options]` and `thrust train --resume RUN_DIR`."""
+    train = subcommands.add_parser(
+        "train",
+        help="train an algorithm on an environment (or --resume a run)",
+        description="Train ALGO (a2c, ppo, dqn, sac) on ENV (a Thrust alias such as cartpole, or any "
+        "gymnasium id such as CartPole-v1), starting from the tuned preset.",
+    )
+    train.add_argument("algo", nargs="?", help="a2c, ppo, dqn or sac")
+    train.add_argument("env", nargs="?", help="bandit, cartpole, pendulum, snake, a thrust/... id, or a gymnasium id")
+    train.add_argument("--timesteps", type=int, help="env steps to train (default: the preset's)")
+    train.add_argument("--seed", type=int, default=0)
+    train.add_argument("--device", default="auto", help="auto (CUDA when present), cpu or cuda")
+    train.add_argument("--run-dir", help="run folder (default: runs/<algo>-<env>-s<seed>-<time>)")
+    train.add_argument("--eval-every", type=int, help="env steps between evaluations (default: timesteps/20)")
+    train.add_argument("--eval-episodes", type=int, default=10, help="deterministic episodes per evaluation")
+    train.add_argument("--stop-at-return", type=float, help="stop once an evaluation's mean return reaches this")
+    train.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="override a config value, e.g. --set learning_rate=1e-3 (repeatable)",
+    )
+    train.add_argument(
+        "--env-backend",
+        choices=("numpy", "torch"),
+        default="numpy",
+        help="batched envs as numpy arrays on the host (default) or torch tensors on the training device",
+    )
+    train.add_argument("--resume", metavar="RUN_DIR", help="continue a run from its last checkpoint")
+    train.add_argument("--quiet", action="store_true", help="no progress bar")
+    train.set_defaults(func=_cmd_train)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="thrust", description="Thrust: RL training, ONNX export, browser playback.")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
@@ -200,37 +235,7 @@ def build_parser() -> argparse.ArgumentParser:
     envs = sub.add_parser("envs", help="list Thrust's environments and their spaces")
     envs.set_defaults(func=_cmd_envs)
 
-    tr = sub.add_parser(
-        "train",
-        help="train an algorithm on an environment (or --resume a run)",
-        description="Train ALGO (a2c, ppo, dqn, sac) on ENV (a Thrust alias such as cartpole, or any "
-        "gymnasium id such as CartPole-v1), starting from the tuned preset.",
-    )
-    tr.add_argument("algo", nargs="?", help="a2c, ppo, dqn or sac")
-    tr.add_argument("env", nargs="?", help="bandit, cartpole, pendulum, snake, a thrust/... id, or a gymnasium id")
-    tr.add_argument("--timesteps", type=int, help="env steps to train (default: the preset's)")
-    tr.add_argument("--seed", type=int, default=0)
-    tr.add_argument("--device", default="auto", help="auto (CUDA when present), cpu or cuda")
-    tr.add_argument("--run-dir", help="run folder (default: runs/<algo>-<env>-s<seed>-<time>)")
-    tr.add_argument("--eval-every", type=int, help="env steps between evaluations (default: timesteps/20)")
-    tr.add_argument("--eval-episodes", type=int, default=10, help="deterministic episodes per evaluation")
-    tr.add_argument("--stop-at-return", type=float, help="stop once an evaluation's mean return reaches this")
-    tr.add_argument(
-        "--set",
-        action="append",
-        default=[],
-        metavar="KEY=VALUE",
-        help="override a config value, e.g. --set learning_rate=1e-3 (repeatable)",
-    )
-    tr.add_argument(
-        "--env-backend",
-        choices=("numpy", "torch"),
-        default="numpy",
-        help="batched envs as numpy arrays on the host (default) or torch tensors on the training device",
-    )
-    tr.add_argument("--resume", metavar="RUN_DIR", help="continue a run from its last checkpoint")
-    tr.add_argument("--quiet", action="store_true", help="no progress bar")
-    tr.set_defaults(func=_cmd_train)
+    add_train_command(sub)
 
     ev = sub.add_parser("eval", help="evaluate a run or an exported bundle with its deterministic policy")
     ev.add_argument("path", help="a run folder (runs/<name>) or a bundle folder (export/<name>)")

@@ -42,7 +42,7 @@ from .envs import env_spaces
 from .envs.batched import make_batched
 from .envs.core import Discrete
 from .nets import ActorCritic
-from .run_spec import load_spec
+from .run_spec import RunSpec, load_spec
 from .runs import RunDirError, read_json
 from .trainer import load_policy
 
@@ -194,6 +194,60 @@ def check_parity(
     return report
 
 
+def action_space_spec(action_space: Any) -> dict[str, Any]:
+    """A manifest's description of an action space."""
+    if isinstance(action_space, Discrete):
+        return {"type": "discrete", "n": action_space.n}
+    return {"type": "box", "shape": list(action_space.shape), "low": list(action_space.low), "high": list(action_space.high)}
+
+
+def bundle_manifest(
+    spec: RunSpec,
+    run_dir: Path,
+    out_dir: Path,
+    obs_shape: tuple[int, ...],
+    action_space: Any,
+    outputs: list[dict[str, Any]],
+    model: Any,
+    model_path: Path,
+) -> dict[str, Any]:
+    """The manifest.json of a bundle exported from `run_dir` (parity is added once it is checked)."""
+    summary = read_json(run_dir / "summary.json") if (run_dir / "summary.json").exists() else {}
+    config = read_json(run_dir / "config.json")
+    return {
+        "format": BUNDLE_FORMAT,
+        "version": BUNDLE_VERSION,
+        "env_id": spec.env,
+        "algo": spec.algo,
+        "observation": {
+            "shape": list(obs_shape),
+            "dtype": "float32",
+            "preprocessing": "none: feed the env's raw float32 observations, batch first",
+        },
+        "action_space": action_space_spec(action_space),
+        "inputs": [{"name": "obs", "dtype": "float32", "shape": ["batch", *obs_shape], "meaning": "a batch of observations"}],
+        "outputs": outputs,
+        "action_output": "action",
+        "training": {
+            k: summary.get(k) for k in ("timesteps", "eval_mean", "eval_std", "solved_at_step", "seed", "device", "wall_s")
+        },
+        "config": spec.config,
+        "source_run": str(run_dir),
+        "command": f"{config.get('command', spec.command())} --run-dir {run_dir} && thrust export {run_dir} --out {out_dir}",
+        "onnx": {
+            "ir_version": model.ir_version,
+            "opset": max(o.version for o in model.opset_import if o.domain in ("", "ai.onnx")),
+        },
+        "versions": {
+            "thrust": __version__,
+            "torch": torch.__version__,
+            "onnx": _version("onnx"),
+            "onnxruntime": _version("onnxruntime"),
+        },
+        "sha256": sha256_file(model_path),
+    }
+
+
 def export_run(
     run_dir: str | Path, out: str | Path | None = None, force: bool = False, export_root: str | Path = "export"
 ) -> Bundle:
@@ -204,8 +258,6 @@ def export_run(
     obs_space, action_space = env_spaces(spec.env)
     obs_shape = tuple(obs_space.shape)
     out_dir = Path(out) if out is not None else Path(export_root) / run_dir.resolve().name
-    summary = read_json(run_dir / "summary.json") if (run_dir / "summary.json").exists() else {}
-    config = read_json(run_dir / "config.json")
     outputs = output_specs(spec.algo, action_space)
     discrete = isinstance(action_space, Discrete)
     graph = PolicyGraph(exported_module(policy), discrete).eval()
@@ -217,50 +269,7 @@ def export_run(
         model_path = staging / MODEL_FILE
         export_onnx(graph, obs_shape, outputs, model_path)
         model = check_model_file(model_path)
-        manifest = {
-            "format": BUNDLE_FORMAT,
-            "version": BUNDLE_VERSION,
-            "env_id": spec.env,
-            "algo": spec.algo,
-            "observation": {
-                "shape": list(obs_shape),
-                "dtype": "float32",
-                "preprocessing": "none: feed the env's raw float32 observations, batch first",
-            },
-            "action_space": (
-                {"type": "discrete", "n": action_space.n}
-                if discrete
-                else {
-                    "type": "box",
-                    "shape": list(action_space.shape),
-                    "low": list(action_space.low),
-                    "high": list(action_space.high),
-                }
-            ),
-            "inputs": [
-                {"name": "obs", "dtype": "float32", "shape": ["batch", *obs_shape], "meaning": "a batch of observations"}
-            ],
-            "outputs": outputs,
-            "action_output": "action",
-            "training": {
-                k: summary.get(k) for k in ("timesteps", "eval_mean", "eval_std", "solved_at_step", "seed", "device", "wall_s")
-            },
-            "config": spec.config,
-            "source_run": str(run_dir),
-            "command": f"{config.get('command', spec.command())} --run-dir {run_dir} && "
-            f"thrust export {run_dir} --out {out_dir}",
-            "onnx": {
-                "ir_version": model.ir_version,
-                "opset": max(o.version for o in model.opset_import if o.domain in ("", "ai.onnx")),
-            },
-            "versions": {
-                "thrust": __version__,
-                "torch": torch.__version__,
-                "onnx": _version("onnx"),
-                "onnxruntime": _version("onnxruntime"),
-            },
-            "sha256": sha256_file(model_path),
-        }
+        manifest = bundle_manifest(spec, run_dir, out_dir, obs_shape, action_space, outputs, model, model_path)
         samples = sample_observations(spec.env, policy, np.random.default_rng(spec.seed))
         manifest["parity"] = check_parity(PolicyGraph(policy, discrete).eval(), model_path, manifest, samples)
         (staging / MANIFEST_FILE).write_text(json.dumps(manifest, indent=2) + "\n")

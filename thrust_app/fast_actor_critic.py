@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import functools
 import math
+import warnings
 from collections.abc import Callable
 from typing import Any
 
@@ -166,18 +167,51 @@ def loss_gradient(
     loss_fn: ActorCriticLoss, log_prob: torch.Tensor, entropy: torch.Tensor, value: torch.Tensor
 ) -> LossGradient:
     """The loss's logs and gradient with respect to the per-sample leaves: written out for a loss in
-    `WRITTEN_OUT` (given as `functools.partial(loss, ...)`), else autograd on the loss expression."""
-    written_out = None
-    if isinstance(loss_fn, functools.partial):
-        written_out = WRITTEN_OUT.get(f"{loss_fn.func.__module__}.{loss_fn.func.__qualname__}")
-    if written_out is not None:
-        with torch.no_grad():
-            return written_out(log_prob, entropy, value, *loss_fn.args, **loss_fn.keywords)
+    `WRITTEN_OUT` (given as `functools.partial(loss, ...)`), else autograd on the loss expression.
+
+    The first time a written-out gradient serves a loss in a process, it is checked against autograd
+    on that loss; if they disagree (the loss was edited, the written-out form was not), a warning
+    says so and that loss keeps autograd on its expression from then on."""
+    name = f"{loss_fn.func.__module__}.{loss_fn.func.__qualname__}" if isinstance(loss_fn, functools.partial) else ""
+    written_out = WRITTEN_OUT.get(name)
+    if written_out is None:
+        return autograd_loss_gradient(loss_fn, log_prob, entropy, value)
+    with torch.no_grad():
+        result = written_out(log_prob, entropy, value, *loss_fn.args, **loss_fn.keywords)
+    if name not in _CHECKED:
+        _CHECKED[name] = _agrees(result, autograd_loss_gradient(loss_fn, log_prob, entropy, value), name)
+    return result if _CHECKED[name] else autograd_loss_gradient(loss_fn, log_prob, entropy, value)
+
+
+def autograd_loss_gradient(
+    loss_fn: ActorCriticLoss, log_prob: torch.Tensor, entropy: torch.Tensor, value: torch.Tensor
+) -> LossGradient:
+    """The loss's logs and its gradient with respect to the per-sample leaves, by autograd on the loss alone."""
     leaves = [tensor.detach().requires_grad_() for tensor in (log_prob, entropy, value)]
     with torch.enable_grad():
         loss, logs = loss_fn(*leaves)
         grads = torch.autograd.grad(loss, leaves, allow_unused=True, materialize_grads=True)
     return logs.detach(), tuple(grads)
+
+
+#: Loss names whose written-out gradient was checked in this process, and whether it agreed.
+_CHECKED: dict[str, bool] = {}
+
+
+def _agrees(written: LossGradient, reference: LossGradient, name: str) -> bool:
+    """True when a written-out gradient equals autograd's; otherwise a warning naming the loss."""
+    pairs = [(written[0], reference[0]), *zip(written[1], reference[1], strict=True)]
+    worst = max(float((torch.as_tensor(got) - want).abs().max()) for got, want in pairs)
+    scale = max(float(want.abs().max()) for _, want in pairs)
+    if worst <= 1e-5 * max(1.0, scale):
+        return True
+    warnings.warn(
+        f"thrust: the written-out gradient of {name} in fast_actor_critic.py differs from autograd on the loss "
+        f"(max |diff| {worst:.2g}), so the loss changed; using autograd on the loss expression instead. "
+        "Update the written-out gradient to get the full speed back.",
+        stacklevel=4,
+    )
+    return False
 
 
 def _ppo_loss_gradient(

@@ -249,7 +249,7 @@ class ActorCritic(BoundsMixin, FlatParameters):
             dist = self.distribution(head_out)
             action = dist.sample()
             return action, dist.log_prob(action).sum(-1), value
-        # Gumbel-max: argmax(log p - log E), E ~ Exp(1), draws from p; torch.multinomial costs 5x more here
+        # Gumbel-max: argmax(log p - log E), E ~ Exp(1), draws from p; cheaper than torch.multinomial at small batches
         log_p = head_out.log_softmax(-1)
         action = (log_p - torch.empty_like(log_p).exponential_().log_()).argmax(-1)
         return action, log_p.gather(-1, action.unsqueeze(-1)).squeeze(-1), value

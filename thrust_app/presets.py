@@ -193,8 +193,3 @@ _add(
 def get_preset(algo: str, env_id: str) -> Preset:
     """The preset for this pair, or the algorithm's defaults with DEFAULT_TIMESTEPS."""
     return _PRESETS.get((algo, env_id), Preset(DEFAULT_TIMESTEPS))
-
-
-def preset_table() -> list[tuple[str, str, int, str]]:
-    """(algo, env, timesteps, source) for every preset, for docs and the dashboard."""
-    return [(algo, env, p.timesteps, p.source) for (algo, env), p in sorted(_PRESETS.items())]

@@ -8,7 +8,7 @@ import shlex
 from pathlib import Path
 from typing import Any
 
-from .algos import get_algo
+from .algos import Algorithm, get_algo
 from .config import ConfigError, apply_overrides
 from .envs import env_spaces, make_env
 from .envs.batched import BATCHED_ENVS
@@ -75,6 +75,19 @@ def solve_threshold(env_id: str) -> float | None:
     return spec.reward_threshold if spec is not None else None
 
 
+def check_env_fits(algo_cls: type[Algorithm], env_id: str, env_backend: str) -> None:
+    """The algorithm can act in the env's spaces, and the env backend can step it."""
+    _, action_space = env_spaces(env_id)  # a non-Box observation space raises here, naming it
+    algo_cls.check_fits(action_space, env_id)
+    if env_backend not in ("numpy", "torch"):
+        raise ConfigError(f"env_backend must be 'numpy' or 'torch', got {env_backend!r}")
+    if env_backend == "torch" and env_id not in BATCHED_ENVS:
+        raise ConfigError(
+            f"env_backend 'torch' needs an array-batched env ({', '.join(BATCHED_ENVS)}); "
+            f"{env_id} steps in a Python loop, so use 'numpy'"
+        )
+
+
 def make_spec(
     algo: str,
     env: str,
@@ -92,26 +105,19 @@ def make_spec(
     """Check every choice and fill in presets; any bad value raises a clear error before work starts."""
     algo_cls = get_algo(algo)
     env_id = resolve_env_name(env)
-    _, action_space = env_spaces(env_id)  # a non-Box observation space raises here, naming it
-    algo_cls.check_fits(action_space, env_id)
-    if env_backend not in ("numpy", "torch"):
-        raise ConfigError(f"env_backend must be 'numpy' or 'torch', got {env_backend!r}")
-    if env_backend == "torch" and env_id not in BATCHED_ENVS:
-        raise ConfigError(
-            f"env_backend 'torch' needs an array-batched env ({', '.join(BATCHED_ENVS)}); "
-            f"{env_id} steps in a Python loop, so use 'numpy'"
-        )
+    check_env_fits(algo_cls, env_id, env_backend)
     preset = get_preset(algo_cls.name, env_id)
     preset_config = dataclasses.asdict(apply_overrides(algo_cls.Config(), preset.config, algo_cls.name))
     config = dataclasses.asdict(apply_overrides(algo_cls.Config(**preset_config), overrides, algo_cls.name))
     user = {key: value for key, value in config.items() if value != preset_config[key]}
     timesteps = preset.timesteps if timesteps is None else int(timesteps)
-    for name, value in (
-        ("timesteps", timesteps),
-        ("eval_episodes", eval_episodes),
-        ("eval_every", eval_every),
-        ("checkpoint_every", checkpoint_every),
-    ):
+    intervals = {
+        "timesteps": timesteps,
+        "eval_episodes": eval_episodes,
+        "eval_every": eval_every,
+        "checkpoint_every": checkpoint_every,
+    }
+    for name, value in intervals.items():
         if value is not None and value < 1:
             raise ConfigError(f"{name} must be >= 1, got {value}")
     return RunSpec(

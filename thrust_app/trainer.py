@@ -227,14 +227,7 @@ def train(
         env_backend,
     )
     torch_device = resolve_device(device, torch_threads)
-    if run_dir is None:
-        alias = spec.env.split("/")[-1].split("-v")[0].lower()
-        run_dir = new_run_dir(Path(runs_root), f"{spec.algo}-{alias}-s{seed}-{time.strftime('%Y%m%d-%H%M%S')}")
-    run_dir = Path(run_dir)
-    if (run_dir / "config.json").exists():
-        raise RunDirError(
-            f"{run_dir} already holds a run; continue it with `thrust train --resume {run_dir}` or choose another --run-dir"
-        )
+    run_dir = claim_run_dir(spec, run_dir, runs_root)
     log(
         f"thrust: training {spec.algo} on {spec.env} for {spec.timesteps:,} steps, device {torch_device}"
         f"{' (auto)' if device == 'auto' else ''}, run folder {run_dir}"
@@ -242,18 +235,31 @@ def train(
     trainer = Trainer(spec, run_dir, torch_device, progress, on_record, on_iteration)
     for note in trainer.algo.notes:
         log(f"thrust: {note}")
-    run_dir.mkdir(parents=True, exist_ok=True)
-    atomic_write_json(
-        run_dir / "config.json",
-        {
-            **dataclasses.asdict(spec),
-            "command": spec.command(),
-            "thrust_version": __version__,
-            "torch_version": torch.__version__,
-        },
-    )
-    (run_dir / "metrics.jsonl").touch()
+    write_config(run_dir, spec)
     return trainer.run()
+
+
+def claim_run_dir(spec: RunSpec, run_dir: str | Path | None, runs_root: str | Path) -> Path:
+    """The folder a new run writes to: `run_dir`, which must not hold a run yet, or a fresh
+    `runs_root/<algo>-<env>-s<seed>-<time>`."""
+    if run_dir is None:
+        alias = spec.env.split("/")[-1].split("-v")[0].lower()
+        stem = f"{spec.algo}-{alias}-s{spec.seed}-{time.strftime('%Y%m%d-%H%M%S')}"
+        return new_run_dir(Path(runs_root), stem)
+    run_dir = Path(run_dir)
+    if (run_dir / "config.json").exists():
+        raise RunDirError(
+            f"{run_dir} already holds a run; continue it with `thrust train --resume {run_dir}` or choose another --run-dir"
+        )
+    return run_dir
+
+
+def write_config(run_dir: Path, spec: RunSpec) -> None:
+    """config.json (the spec, the command that repeats it, the versions) and an empty metrics file."""
+    run_dir.mkdir(parents=True, exist_ok=True)
+    versions = {"thrust_version": __version__, "torch_version": torch.__version__}
+    atomic_write_json(run_dir / "config.json", {**dataclasses.asdict(spec), "command": spec.command(), **versions})
+    (run_dir / "metrics.jsonl").touch()
 
 
 def resume(
@@ -274,6 +280,8 @@ def resume(
     torch_device = resolve_device(device or spec.device, spec.torch_threads)
     trainer = Trainer(spec, run_dir, torch_device, progress, on_record, on_iteration)
     trainer.restore(trainer.checkpointer.load(torch_device))
+    for note in trainer.algo.notes:
+        log(f"thrust: {note}")
     if timesteps is not None:
         atomic_write_json(run_dir / "config.json", {**read_json(run_dir / "config.json"), "timesteps": timesteps})
     truncate_metrics(run_dir / "metrics.jsonl", trainer.step)

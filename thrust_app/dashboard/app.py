@@ -301,6 +301,20 @@ def training_tab(runs: list[jobs.RunInfo]) -> None:
 
 
 # -- Runs -----------------------------------------------------------------------------------------
+def delete_run_form(runs: list[jobs.RunInfo]) -> None:
+    """Delete one run folder, after an explicit confirmation."""
+    with st.expander("Delete a run"):
+        victim = st.selectbox("Run to delete", [r.name for r in runs], key="delete-run")
+        confirm = st.checkbox(f"Yes, delete runs/{victim} and everything in it", key="delete-confirm")
+        if st.button("Delete", key="delete", disabled=not confirm):
+            try:
+                jobs.delete_run(next(r.path for r in runs if r.name == victim))
+                st.session_state.flash = ("success", f"Deleted {victim}.")
+                st.rerun()
+            except RuntimeError as err:
+                st.error(str(err))
+
+
 def runs_tab(runs: list[jobs.RunInfo]) -> None:
     if not runs:
         st.info("No runs yet.")
@@ -343,16 +357,7 @@ def runs_tab(runs: list[jobs.RunInfo]) -> None:
             .properties(height=320),
             width="stretch",
         )
-    with st.expander("Delete a run"):
-        victim = st.selectbox("Run to delete", [r.name for r in runs], key="delete-run")
-        confirm = st.checkbox(f"Yes, delete runs/{victim} and everything in it", key="delete-confirm")
-        if st.button("Delete", key="delete", disabled=not confirm):
-            try:
-                jobs.delete_run(next(r.path for r in runs if r.name == victim))
-                st.session_state.flash = ("success", f"Deleted {victim}.")
-                st.rerun()
-            except RuntimeError as err:
-                st.error(str(err))
+    delete_run_form(runs)
 
 
 # -- Export & play --------------------------------------------------------------------------------

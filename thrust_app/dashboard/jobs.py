@@ -8,7 +8,6 @@ back from its folder: RUNNING (with a live PID), summary.json, or neither.
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import subprocess
@@ -182,7 +181,3 @@ def progress(info: RunInfo) -> dict[str, Any]:
     sps = next((r["sps"] for r in reversed(train) if r.get("sps")), None)
     eta = (target - step) / sps if sps and info.active and step < target else None
     return {"step": step, "target": target, "sps": sps, "eta_s": eta, "fraction": min(step / target, 1.0) if target else 0.0}
-
-
-def dump(obj: Any) -> str:
-    return json.dumps(obj, indent=2, default=str)

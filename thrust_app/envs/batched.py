@@ -181,8 +181,7 @@ class BatchedCartPole(ArrayBatchedEnv):
         )
         xacc = temp - cp.POLE_MASS_LENGTH * thetaacc * costheta / cp.TOTAL_MASS
         new_state = xp.stack(
-            [x + cp.TAU * x_dot, x_dot + cp.TAU * xacc, theta + cp.TAU * theta_dot, theta_dot + cp.TAU * thetaacc],
-            axis=1,
+            [x + cp.TAU * x_dot, x_dot + cp.TAU * xacc, theta + cp.TAU * theta_dot, theta_dot + cp.TAU * thetaacc], axis=1
         )
         x, theta = new_state[:, 0], new_state[:, 2]
         terminated = (x < -cp.X_LIMIT) | (x > cp.X_LIMIT) | (theta < -cp.THETA_LIMIT) | (theta > cp.THETA_LIMIT)

@@ -65,14 +65,14 @@ def render_cartpole(state: dict[str, Any], width: int = 600, height: int = 400) 
 
 def render_pendulum(state: dict[str, Any], size: int = 400) -> np.ndarray:
     frame = _canvas(size, size)
-    c = size / 2
-    r = size * 0.38
+    centre = size / 2
+    length = size * 0.38
     theta = state["theta"]
-    _segment(frame, c, c, c + r * math.sin(theta), c - r * math.cos(theta), 16, BAD)
-    _disc(frame, c, c, 8, INK)
+    _segment(frame, centre, centre, centre + length * math.sin(theta), centre - length * math.cos(theta), 16, BAD)
+    _disc(frame, centre, centre, 8, INK)
     torque = state.get("torque") or 0.0
     bar = torque / state["max_torque"] * size * 0.4
-    _rect(frame, c, size - 24, c + bar, size - 12, ACCENT)
+    _rect(frame, centre, size - 24, centre + bar, size - 12, ACCENT)
     return frame
 
 

@@ -18,12 +18,7 @@ from .snake import Snake
 CORE_ENVS: dict[str, type[CoreEnv]] = {cls.id: cls for cls in (SimpleBandit, CartPole, Pendulum, Snake)}
 
 #: Short names a user may type instead of the full id.
-ALIASES: dict[str, str] = {
-    "bandit": SimpleBandit.id,
-    "cartpole": CartPole.id,
-    "pendulum": Pendulum.id,
-    "snake": Snake.id,
-}
+ALIASES: dict[str, str] = {"bandit": SimpleBandit.id, "cartpole": CartPole.id, "pendulum": Pendulum.id, "snake": Snake.id}
 
 
 class UnknownEnvError(EnvError, ValueError):
