@@ -15,10 +15,10 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from thrust_app.dashboard import jobs
+from thrust_app.web.browser import CHROMIUM, CHROMIUM_ARGS
 
 APP = str(Path(__file__).resolve().parents[2] / "thrust_app" / "dashboard" / "app.py")
 SUBMIT = "FormSubmitter:new-run-Start training"
-CHROMIUM = "/usr/bin/chromium"
 
 
 @pytest.fixture
@@ -127,7 +127,7 @@ def free_port() -> int:
 
 
 @pytest.mark.skipif(
-    not os.environ.get("THRUST_REQUIRE_BROWSER") and not Path(CHROMIUM).exists(),
+    not os.environ.get("THRUST_REQUIRE_BROWSER") and not CHROMIUM.exists(),
     reason="needs Debian chromium at /usr/bin/chromium (.ci/run installs it)",
 )
 def test_real_browser_starts_a_run_and_sees_a_chart(dirs):
@@ -157,18 +157,7 @@ def test_real_browser_starts_a_run_and_sees_a_chart(dirs):
     )
     try:
         with sync_playwright() as p:
-            browser = p.chromium.launch(
-                executable_path=CHROMIUM,
-                args=[
-                    "--headless=new",
-                    "--no-sandbox",
-                    "--disable-background-networking",
-                    "--disable-component-update",
-                    "--disable-sync",
-                    "--no-first-run",
-                    "--disable-quic",
-                ],
-            )
+            browser = p.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
             page = browser.new_page(viewport={"width": 1400, "height": 1000})
             deadline = time.time() + 60
             while True:
