@@ -35,7 +35,7 @@ PAIRS = [
     ("ppo", "snake"),
     ("dqn", "snake"),
 ]
-SMALL = {"dqn": {"learning_starts": 100}, "sac": {"learning_starts": 100, "hidden": "32,32"}}
+SMALL = {"ppo": {"n_steps": 32}, "dqn": {"learning_starts": 100}, "sac": {"learning_starts": 100, "hidden": "32,32"}}
 
 
 @pytest.fixture(scope="module")

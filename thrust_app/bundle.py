@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -76,8 +77,7 @@ def load_bundle(path: str | Path) -> Bundle:
         manifest = json.loads((path / MANIFEST_FILE).read_text())
     except json.JSONDecodeError as err:
         raise BundleError(f"{path / MANIFEST_FILE} is not valid JSON: {err}") from None
-    if not isinstance(manifest, dict) or manifest.get("format") != BUNDLE_FORMAT:
-        raise BundleError(f"{path / MANIFEST_FILE} is not a Thrust bundle manifest (format must be '{BUNDLE_FORMAT}')")
+    check_manifest(manifest, path / MANIFEST_FILE)
     model = path / MODEL_FILE
     if not model.is_file():
         raise BundleError(f"{path} has a manifest but no {MODEL_FILE}")
@@ -88,6 +88,53 @@ def load_bundle(path: str | Path) -> Bundle:
             f"{str(manifest.get('sha256'))[:12]}...; re-export the bundle or restore the file"
         )
     return Bundle(path, manifest)
+
+
+READABLE_BUNDLE_VERSIONS = (1,)
+
+
+def check_manifest(manifest: Any, where: Path) -> None:
+    """Every field a reader relies on is there and of its type, or one BundleError naming the field."""
+    if not isinstance(manifest, dict) or manifest.get("format") != BUNDLE_FORMAT:
+        raise BundleError(f"{where} is not a Thrust bundle manifest (format must be '{BUNDLE_FORMAT}')")
+    if manifest.get("version") not in READABLE_BUNDLE_VERSIONS:
+        raise BundleError(
+            f"{where} is bundle version {manifest.get('version')!r}; this Thrust reads version(s) "
+            f"{', '.join(map(str, READABLE_BUNDLE_VERSIONS))} (a newer Thrust wrote it: upgrade Thrust)"
+        )
+
+    def field(dotted: str, kind: type | tuple[type, ...]) -> Any:
+        value: Any = manifest
+        for key in dotted.split("."):
+            value = value.get(key) if isinstance(value, dict) else None
+        if not isinstance(value, kind) or isinstance(value, bool) or (isinstance(value, (str, list)) and not value):
+            expected = getattr(kind, "__name__", "a number")
+            raise BundleError(
+                f"{where}: field '{dotted}' is {'missing' if value is None else repr(value)}; "
+                f"expected a non-empty {expected}; re-export the bundle or fix the manifest"
+            )
+        return value
+
+    for name in ("env_id", "algo", "action_output", "sha256"):
+        field(name, str)
+    shape = field("observation.shape", list)
+    if not all(isinstance(size, int) and size > 0 for size in shape):
+        raise BundleError(f"{where}: field 'observation.shape' must list positive integers, got {shape}")
+    kind = field("action_space.type", str)
+    if kind == "discrete":
+        if field("action_space.n", int) < 1:
+            raise BundleError(f"{where}: field 'action_space.n' must be >= 1")
+    elif kind == "box":
+        size = math.prod(field("action_space.shape", list))
+        for bound in ("low", "high"):
+            values = field(f"action_space.{bound}", list)
+            if len(values) != size or not all(isinstance(v, (int, float)) for v in values):
+                raise BundleError(f"{where}: field 'action_space.{bound}' must hold {size} numbers")
+    else:
+        raise BundleError(f"{where}: field 'action_space.type' is {kind!r}; expected 'discrete' or 'box'")
+    outputs = [output.get("name") for output in field("outputs", list) if isinstance(output, dict)]
+    if manifest["action_output"] not in outputs:
+        raise BundleError(f"{where}: action_output '{manifest['action_output']}' is not among the outputs {outputs}")
 
 
 def check_model_file(path: Path) -> Any:
@@ -138,6 +185,8 @@ class OnnxPolicy:
         if len(inputs) != 1:
             raise BundleError(f"{bundle.model_path} has {len(inputs)} inputs; a policy takes one (the observation)")
         self.input_name = inputs[0].name
+        #: A graph exported with a fixed batch of 1 (SB3's export recipe) is run one observation at a time.
+        self.one_at_a_time = inputs[0].shape[0] == 1
         model_shape = list(inputs[0].shape[1:])
         obs_shape = list(bundle.manifest["observation"]["shape"])
         if model_shape != obs_shape:
@@ -148,7 +197,11 @@ class OnnxPolicy:
         self.output_names = [o.name for o in self.session.get_outputs()]
 
     def run(self, obs: np.ndarray) -> dict[str, np.ndarray]:
-        outputs = self.session.run(None, {self.input_name: np.ascontiguousarray(obs, dtype=np.float32)})
+        obs = np.ascontiguousarray(obs, dtype=np.float32)
+        if self.one_at_a_time and obs.shape[0] != 1:
+            rows = [self.run(obs[index : index + 1]) for index in range(obs.shape[0])]
+            return {name: np.concatenate([row[name] for row in rows]) for name in self.output_names}
+        outputs = self.session.run(None, {self.input_name: obs})
         return dict(zip(self.output_names, outputs, strict=True))
 
     def act(self, obs: np.ndarray) -> np.ndarray:

@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import argparse
+import os
+import signal
 import sys
+import traceback
 from collections.abc import Sequence
 
 
@@ -58,9 +61,20 @@ def _cmd_train(args: argparse.Namespace) -> int:
             progress=not args.quiet,
         )
     _print_summary(summary)
-    if summary["status"] == "interrupted":
-        print("thrust: interrupted; continue with `thrust train --resume RUN_DIR`", file=sys.stderr)
-        return 130
+    run_dir = summary["run_dir"]
+    if summary["status"] in ("interrupted", "terminated"):
+        print(
+            f"thrust: {summary['status']}; checkpoint kept, continue with `thrust train --resume {run_dir}`", file=sys.stderr
+        )
+        return 130 if summary["status"] == "interrupted" else 143
+    if summary["status"] == "diverged":
+        print(
+            f"thrust: error: training diverged at step {summary['diverged_at_step']:,}: a loss or weight became NaN "
+            f"or infinite; {run_dir}/last.pt keeps the last finite checkpoint (if one was written). Lower "
+            "learning_rate or max_grad_norm and train again.",
+            file=sys.stderr,
+        )
+        return 3
     return 0
 
 
@@ -85,6 +99,13 @@ def _cmd_eval(args: argparse.Namespace) -> int:
     from .evaluation import evaluate
 
     path = Path(args.path)
+    if (path.is_dir() and (path / "policy.onnx").is_file() and not (path / MANIFEST_FILE).is_file()) or (
+        path.suffix == ".onnx" and not (path.parent / MANIFEST_FILE).is_file()
+    ):
+        raise UsageError(
+            f"{path} is an ONNX file without a Thrust manifest; a bundle is policy.onnx plus "
+            "manifest.json (see docs/export.md), or evaluate a run folder"
+        )
     is_bundle = (path / MANIFEST_FILE).is_file() or path.name in ("policy.onnx", MANIFEST_FILE)
     runtime = args.runtime or ("onnxruntime" if is_bundle else "torch")
     if runtime == "onnxruntime":
@@ -160,7 +181,6 @@ def _cmd_web(args: argparse.Namespace) -> int:
 
 
 def _cmd_app(args: argparse.Namespace) -> int:
-    import os
     import subprocess
     from pathlib import Path
 
@@ -183,9 +203,15 @@ def _cmd_app(args: argparse.Namespace) -> int:
         "viewer",
     ]
     print(f"thrust: dashboard on http://127.0.0.1:{args.port}  (Ctrl-C to stop)", flush=True)
+    dashboard = subprocess.Popen(command, env={**os.environ, "PYTHONUNBUFFERED": "1"})
+    # SIGTERM to `thrust app` stops Streamlit too (Ctrl-C reaches both: they share the terminal's group).
+    # Training jobs run in sessions of their own and go on; the dashboard finds them again when restarted.
+    signal.signal(signal.SIGTERM, lambda signum, frame: dashboard.terminate())
     try:
-        return subprocess.call(command, env={**os.environ, "PYTHONUNBUFFERED": "1"})
+        return dashboard.wait()
     except KeyboardInterrupt:
+        dashboard.terminate()
+        dashboard.wait(timeout=30)
         return 0
 
 
@@ -226,6 +252,7 @@ def add_train_command(subcommands: argparse._SubParsersAction) -> None:
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="thrust", description="Thrust: RL training, ONNX export, browser playback.")
+    parser.add_argument("--debug", action="store_true", help="print the traceback of an error, not just its line")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     demo = sub.add_parser("demo", help="play one random episode of each environment and print what happened")
@@ -271,9 +298,21 @@ class UsageError(ValueError):
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """Run one command; any error is one line on stderr (the traceback too with --debug or THRUST_DEBUG=1)."""
     args = build_parser().parse_args(argv)
+    debug = args.debug or os.environ.get("THRUST_DEBUG") == "1"
     try:
         return args.func(args)
     except ValueError as err:  # every Thrust input error is a ValueError subclass with a full sentence
-        print(f"thrust: error: {err}", file=sys.stderr)
-        return 2
+        message, code = str(err), 2
+    except OSError as err:  # disk full, permissions, a file that vanished: name the file and the cause
+        where = f" ({err.filename})" if err.filename else ""
+        message, code = f"{err.strerror or err}{where}; earlier files in the run folder are intact", 1
+    except Exception as err:
+        message, code = f"unexpected {type(err).__name__}: {err}", 1
+    if debug:
+        traceback.print_exc()
+    else:
+        message += " (run with --debug for the traceback)" if code == 1 else ""
+    print(f"thrust: error: {message}", file=sys.stderr)
+    return code

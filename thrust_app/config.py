@@ -10,6 +10,7 @@ from __future__ import annotations
 import dataclasses
 import difflib
 import math
+import os
 import typing
 from typing import Any, Literal, get_args, get_origin
 
@@ -59,6 +60,31 @@ class AlgoConfig:
                 check_range(field.name, value, field.metadata.get("ge"), field.metadata.get("gt"), field.metadata.get("le"))
         if not self.hidden or any(size < 1 for size in self.hidden):
             raise ConfigError(f"hidden sizes must be >= 1, got {self.hidden}")
+
+    def check_fits(self, timesteps: int, obs_size: int) -> None:
+        """Refuse settings that cannot fit a run of `timesteps` steps on an env whose observations have
+        `obs_size` numbers (the budget, this machine's memory); the on- and off-policy configs say how."""
+
+
+def available_memory_bytes() -> int:
+    """Memory this machine can still give a new run (MemAvailable on Linux, else physical memory)."""
+    try:
+        for line in open("/proc/meminfo"):
+            if line.startswith("MemAvailable:"):
+                return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+
+
+def check_memory(needed: float, what: str, fix: str) -> None:
+    """Refuse a run whose buffers would not fit in memory, before it allocates anything."""
+    available = available_memory_bytes()
+    if needed > 0.8 * available:
+        raise ConfigError(
+            f"{what} needs about {needed / 2**30:.1f} GiB, more than the {available / 2**30:.1f} GiB "
+            f"this machine has free; {fix}"
+        )
 
 
 def field_help(config_cls: type) -> dict[str, str]:

@@ -165,6 +165,11 @@ def check_parity(
             for name, want in zip(names, expected, strict=True):
                 want = want.numpy()
                 if want.dtype == np.float32:
+                    if not np.isfinite(want).all():
+                        raise ParityError(
+                            f"the policy's output '{name}' holds NaN or infinite values (the run "
+                            "diverged, or its checkpoint is damaged); nothing was written"
+                        )
                     worst = max(worst, float(np.max(np.abs(want - got[name]))))
             if graph.discrete:
                 scores = np.sort(expected[0].numpy(), axis=-1)

@@ -151,7 +151,9 @@ class RunLogger:
         return round(step / self.clock.train_s, 1) if self.clock.train_s else None
 
     # -- progress bar ------------------------------------------------------------------------------
-    def open_progress(self, step: int) -> None:
+    @contextmanager
+    def progress_bar(self, step: int) -> Iterator[None]:
+        """A tqdm bar from `step` to the budget while inside (none when `progress` is off)."""
         from tqdm.auto import tqdm
 
         spec = self.spec
@@ -164,9 +166,9 @@ class RunLogger:
             dynamic_ncols=True,
             smoothing=0.1,
         )
-
-    def close_progress(self) -> None:
-        if self._bar is not None:
+        try:
+            yield
+        finally:
             self._bar.close()
             self._bar = None
 

@@ -4,6 +4,7 @@ user's choices with every value checked before any work starts, and how one is r
 from __future__ import annotations
 
 import dataclasses
+import math
 import shlex
 from pathlib import Path
 from typing import Any
@@ -108,7 +109,8 @@ def make_spec(
     check_env_fits(algo_cls, env_id, env_backend)
     preset = get_preset(algo_cls.name, env_id)
     preset_config = dataclasses.asdict(apply_overrides(algo_cls.Config(), preset.config, algo_cls.name))
-    config = dataclasses.asdict(apply_overrides(algo_cls.Config(**preset_config), overrides, algo_cls.name))
+    checked = apply_overrides(algo_cls.Config(**preset_config), overrides, algo_cls.name)
+    config = dataclasses.asdict(checked)
     user = {key: value for key, value in config.items() if value != preset_config[key]}
     timesteps = preset.timesteps if timesteps is None else int(timesteps)
     intervals = {
@@ -120,6 +122,7 @@ def make_spec(
     for name, value in intervals.items():
         if value is not None and value < 1:
             raise ConfigError(f"{name} must be >= 1, got {value}")
+    checked.check_fits(timesteps, math.prod(env_spaces(env_id)[0].shape))
     return RunSpec(
         algo=algo_cls.name,
         env=env_id,

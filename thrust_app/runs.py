@@ -37,6 +37,7 @@ def atomic_write_bytes(path: Path, data: bytes) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
+        os.fchmod(fd, 0o644)  # mkstemp makes files private; run files are as readable as metrics.jsonl
         with os.fdopen(fd, "wb") as f:
             f.write(data)
             f.flush()
@@ -70,6 +71,8 @@ def load_checkpoint(path: Path, device: torch.device | str = "cpu") -> dict[str,
         state = torch.load(path, map_location=device, weights_only=True)
     except Exception as err:  # torch raises many kinds for a bad file; all mean the same to the user
         first_line = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+        if "weights_only" in str(err) or "Weights only" in first_line:  # never pass on torch's advice to unpickle
+            first_line = "it holds objects other than tensors and plain values, which Thrust never unpickles"
         raise CheckpointError(
             f"{path} is not a readable Thrust checkpoint (corrupt, truncated or foreign): {first_line[:200]}"
         ) from None

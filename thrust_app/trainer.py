@@ -10,9 +10,12 @@ checkpoints to a Checkpointer; a caller can watch and steer the loop through `on
 from __future__ import annotations
 
 import dataclasses
-import os
+import math
+import signal
+import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +29,7 @@ from .checkpointer import Checkpointer
 from .device import resolve_device
 from .envs.batched import make_batched
 from .evaluation import evaluate
+from .run_lock import RunLock
 from .run_logger import RecordListener, RunLogger
 from .run_spec import RunSpec, load_spec, make_spec, solve_threshold
 from .runs import RunDirError, atomic_write_json, new_run_dir, read_json, truncate_metrics
@@ -33,8 +37,6 @@ from .tensors import EnvIO
 
 #: A file of this name in a run folder asks the run to stop at its next iteration (checkpoint kept).
 STOP_FILE = "STOP"
-#: Present while a process trains in the run folder; holds that process's PID.
-RUNNING_FILE = "RUNNING"
 
 #: Seeds of evaluation episodes start here, away from the training envs' seeds.
 EVAL_SEED_OFFSET = 1_000_000
@@ -92,7 +94,10 @@ class Trainer:
         threshold = spec.stop_at_return if spec.stop_at_return is not None else solve_threshold(spec.env)
         self.logger = RunLogger(run_dir, spec, threshold, progress, on_record)
         self.checkpointer = Checkpointer(run_dir)
-        self._stop_requested = False
+        #: The status the run ends with once a stop was asked for: "stopped", or after a signal
+        #: "interrupted" (SIGINT) / "terminated" (SIGTERM).
+        self._stop_status: str | None = None
+        self.diverged_at_step: int | None = None
 
     @property
     def step(self) -> int:
@@ -100,29 +105,25 @@ class Trainer:
 
     # -- the loop ----------------------------------------------------------------------------------
     def run(self) -> dict[str, Any]:
-        """Train to `timesteps` (or until stopped or, with stop_at_return, solved); returns the summary."""
-        running = self.run_dir / RUNNING_FILE
-        running.write_text(str(os.getpid()))
-        try:
-            self.logger.open_progress(self.step)
-            try:
+        """Train to `timesteps` (or until stopped, solved or diverged); returns the summary. SIGINT and
+        SIGTERM stop the run at the end of the current iteration, checkpoint kept (a second one at once)."""
+        with stop_on_signals(self.request_stop):  # finish() too: a signal then changes nothing
+            with self.logger.progress_bar(self.step):
                 status = self.train_until_done()
-            finally:
-                self.logger.close_progress()
             return self.finish(status)
-        finally:
-            running.unlink(missing_ok=True)
 
     def train_until_done(self) -> str:
         """Iterate until the budget is spent ("finished"), an evaluation reaches stop_at_return ("solved"),
-        a stop is asked for ("stopped") or Ctrl-C ("interrupted")."""
+        a stop is asked for ("stopped", or "interrupted" / "terminated" by a signal), or a loss or weight
+        stops being finite ("diverged")."""
         spec = self.spec
         log_due = Every(max(1000, spec.timesteps // 200), self.step)
         eval_due = Every(spec.eval_every, self.step)
         checkpoint_due = Every(spec.checkpoint_every, self.step)
         try:
             while self.step < spec.timesteps:
-                self.train_one_iteration()
+                if not self.train_one_iteration():
+                    return "diverged"
                 if log_due(self.step) or self.step >= spec.timesteps:
                     self.logger.write_train(self.step)
                 if eval_due(self.step) and self.evaluate() and spec.stop_at_return is not None:
@@ -132,17 +133,22 @@ class Trainer:
                 if self.on_iteration is not None:
                     self.on_iteration(self)
                 if self.stop_requested():
-                    return "stopped"
+                    return self._stop_status or "stopped"
         except KeyboardInterrupt:
             return "interrupted"
         return "finished"
 
-    def train_one_iteration(self) -> None:
+    def train_one_iteration(self) -> bool:
+        """One iteration; False (and nothing recorded) if it left a non-finite loss or weight."""
         self.algo.apply_schedules(max(0.0, 1.0 - self.step / self.spec.timesteps))
         with self.logger.clock.timing(training=True):
             iteration = self.algo.iteration(self.env, self.env_io, self.obs)
+        if not (all(math.isfinite(value) for value in iteration.stats.values()) and self.algo.parameters_finite()):
+            self.diverged_at_step = self.step
+            return False
         self.obs = iteration.obs
         self.logger.add_iteration(iteration)
+        return True
 
     def evaluate(self) -> bool:
         """Evaluate the deterministic policy and record it; True when the mean return reaches stop_at_return
@@ -153,14 +159,18 @@ class Trainer:
         return self.logger.threshold is not None and result.mean >= self.logger.threshold
 
     def finish(self, status: str) -> dict[str, Any]:
-        """Last records (a closing evaluation unless this step has one), a checkpoint, the summary."""
+        """Last records (a closing evaluation unless this step has one), a checkpoint, the summary. A
+        diverged run writes no checkpoint: the last one, from before the divergence, stays."""
         if status in ("finished", "solved"):
             if self.logger.has_pending():
                 self.logger.write_train(self.step)
             if self.logger.last_eval_step != self.step:
                 self.evaluate()
-        self.checkpoint()
+        if status != "diverged":
+            self.checkpoint()
         summary = self.logger.summary(status, self.step, self.device)
+        summary["diverged_at_step"] = self.diverged_at_step
+        summary["run_dir"] = str(self.run_dir)
         atomic_write_json(self.run_dir / "summary.json", summary)
         self.env.close()
         return summary
@@ -177,9 +187,9 @@ class Trainer:
     def restore(self, state: dict[str, Any]) -> None:
         self.checkpointer.restore(self, state)
 
-    def request_stop(self) -> None:
-        """Stop after this iteration, checkpoint kept (status "stopped")."""
-        self._stop_requested = True
+    def request_stop(self, status: str = "stopped") -> None:
+        """Stop after this iteration, checkpoint kept; the run ends with `status`."""
+        self._stop_status = self._stop_status or status
 
     def stop_requested(self) -> bool:
         """True once `request_stop()` was called or someone (the dashboard, a user) created the STOP file."""
@@ -187,7 +197,31 @@ class Trainer:
         if stop_file.exists():
             stop_file.unlink(missing_ok=True)
             return True
-        return self._stop_requested
+        return self._stop_status is not None
+
+
+@contextmanager
+def stop_on_signals(request_stop: Callable[[str], None]) -> Iterator[None]:
+    """While inside, SIGINT and SIGTERM call `request_stop("interrupted" / "terminated")`; a second one
+    raises KeyboardInterrupt at once. Only the main thread can take signals: elsewhere this does nothing."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    statuses = {signal.SIGINT: "interrupted", signal.SIGTERM: "terminated"}
+    received: list[int] = []
+
+    def handle(signum: int, frame: Any) -> None:
+        if received:
+            raise KeyboardInterrupt
+        received.append(signum)
+        request_stop(statuses[signum])
+
+    previous = {signum: signal.signal(signum, handle) for signum in statuses}
+    try:
+        yield
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
 
 
 def train(
@@ -228,6 +262,21 @@ def train(
     )
     torch_device = resolve_device(device, torch_threads)
     run_dir = claim_run_dir(spec, run_dir, runs_root)
+    with RunLock(run_dir):
+        claim_run_dir(spec, run_dir, runs_root)  # again, now that no one else can write the folder
+        return _train_in(run_dir, spec, torch_device, device, progress, on_record, on_iteration, log)
+
+
+def _train_in(
+    run_dir: Path,
+    spec: RunSpec,
+    torch_device: torch.device,
+    device: str,
+    progress: bool,
+    on_record: RecordListener | None,
+    on_iteration: IterationHook | None,
+    log: Callable[[str], None],
+) -> dict[str, Any]:
     log(
         f"thrust: training {spec.algo} on {spec.env} for {spec.timesteps:,} steps, device {torch_device}"
         f"{' (auto)' if device == 'auto' else ''}, run folder {run_dir}"
@@ -274,6 +323,20 @@ def resume(
 ) -> dict[str, Any]:
     """Continue a run from its last checkpoint (to its own budget, or to `timesteps` if given)."""
     run_dir = Path(run_dir)
+    load_spec(run_dir)  # not a run folder: say so before taking its lock
+    with RunLock(run_dir):
+        return _resume_in(run_dir, device, timesteps, progress, on_record, on_iteration, log)
+
+
+def _resume_in(
+    run_dir: Path,
+    device: str | None,
+    timesteps: int | None,
+    progress: bool,
+    on_record: RecordListener | None,
+    on_iteration: IterationHook | None,
+    log: Callable[[str], None],
+) -> dict[str, Any]:
     spec = load_spec(run_dir)
     if timesteps is not None:
         spec = dataclasses.replace(spec, timesteps=timesteps)

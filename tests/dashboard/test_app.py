@@ -15,6 +15,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from thrust_app.dashboard import jobs
+from thrust_app.run_lock import is_locked
 from thrust_app.web.browser import CHROMIUM, CHROMIUM_ARGS
 
 APP = str(Path(__file__).resolve().parents[2] / "thrust_app" / "dashboard" / "app.py")
@@ -30,8 +31,7 @@ def dirs(tmp_path, monkeypatch):
     for info in jobs.list_runs(tmp_path / "runs"):  # leave no training process behind
         if info.active:
             jobs.stop_run(info.path)
-            running = info.path / "RUNNING"
-            wait_until(lambda running=running: not running.exists(), 60)
+            wait_until(lambda path=info.path: not is_locked(path), 60)
 
 
 def wait_until(condition, timeout: float, at: AppTest | None = None):

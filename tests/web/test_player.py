@@ -70,6 +70,9 @@ def test_server_sends_isolation_headers_and_mime_types(server):
     assert [e["name"] for e in index] == REFERENCE
     with pytest.raises(urllib.error.HTTPError):
         fetch(server.url + "export/../pyproject.toml")
+    for folder in ("node_modules/", "src/", "export/"):
+        with pytest.raises(urllib.error.HTTPError, match="404"):
+            fetch(server.url + folder)  # no folder listings
 
 
 @pytest.fixture(scope="module")

@@ -82,6 +82,11 @@ class Algorithm(ABC):
     def policy(self) -> nn.Module:
         """The network whose `act(obs)` is the deterministic policy."""
 
+    def parameters_finite(self) -> bool:
+        """True while every network's parameters are finite (one check per network's flat buffer)."""
+        flats = [part.flat for part in self.stateful_parts().values() if isinstance(part, FlatParameters)]
+        return bool(torch.stack([torch.isfinite(flat).all() for flat in flats]).all())
+
     @abstractmethod
     def stateful_parts(self) -> dict[str, Any]:
         """Everything with a `state_dict` that a checkpoint must hold (nets, optimizers, buffers)."""

@@ -8,7 +8,7 @@ from abc import abstractmethod
 
 import torch
 
-from ..config import AlgoConfig, param
+from ..config import AlgoConfig, check_memory, param
 from ..envs.core import Box
 from ..flat_params import FlatParameters
 from ..replay import ReplayBuffer
@@ -25,6 +25,15 @@ class OffPolicyConfig(AlgoConfig):
     train_freq: int = param(1, "env steps (per env) between learning phases", ge=1)
     gradient_steps: int = param(1, "gradient steps per learning phase", ge=1)
     tau: float = param(0.005, "target network update weight (1.0 = hard copy)", gt=0, le=1)
+
+    def check_fits(self, timesteps: int, obs_size: int) -> None:
+        """The replay buffer and the envs must fit the machine's memory."""
+        # per transition: obs and next obs, action, reward, terminated (float32; int64 actions count as two)
+        per_transition = (2 * obs_size + 4) * 4
+        check_memory(
+            self.buffer_size * per_transition, f"a replay buffer of {self.buffer_size:,} transitions", "lower buffer_size"
+        )
+        check_memory(self.n_envs * (obs_size + 8) * 4 * 4, f"{self.n_envs:,} envs", "lower n_envs")
 
 
 class OffPolicyAlgorithm(Algorithm):

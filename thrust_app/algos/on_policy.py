@@ -9,7 +9,7 @@ from typing import Literal
 
 import torch
 
-from ..config import AlgoConfig, param
+from ..config import AlgoConfig, ConfigError, check_memory, param
 from ..fast_actor_critic import ActorCriticLoss, fast_backward, unsupported_reason
 from ..flat_params import clip_grad_norm_
 from ..nets import ActorCritic
@@ -40,6 +40,17 @@ class OnPolicyConfig(AlgoConfig):
         "how gradients are computed: fast (fast_actor_critic.py, written out; vector observations) or "
         "autograd (loss.backward(), the reference); both give the same gradients",
     )
+
+    def check_fits(self, timesteps: int, obs_size: int) -> None:
+        """One rollout must fit the budget and the machine's memory."""
+        rollout = self.n_steps * self.n_envs
+        if rollout > timesteps:
+            raise ConfigError(
+                f"one rollout is n_steps x n_envs = {rollout:,} steps, more than the whole budget of "
+                f"{timesteps:,}; lower n_steps or n_envs, or raise --timesteps"
+            )
+        # per step: observation, action, log-prob, value, reward, ends, returns (float32), kept twice over
+        check_memory(rollout * (obs_size + 8) * 4 * 2, f"a rollout of {rollout:,} steps", "lower n_steps or n_envs")
 
 
 class OnPolicyAlgorithm(Algorithm):

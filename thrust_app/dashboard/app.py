@@ -144,6 +144,14 @@ def new_run_tab() -> None:
         "Environment", choices, key="new-env", help="Thrust's four envs, or any gymnasium id with Box observations"
     )
     env_name = st.text_input("gymnasium id", "CartPole-v1", key="new-gym-id") if env_choice == OTHER_ENV else env_choice
+    if ":" in env_name and not st.checkbox(
+        f"Import the Python module {env_name.split(':')[0]!r} to register this env", key="new-allow-import"
+    ):
+        st.warning(
+            "An id of the form module:Env imports that module (running its code) before making the env; "
+            "tick the box above to allow it."
+        )
+        return
     try:
         kind = action_kind(env_name)
     except ValueError as err:
@@ -271,7 +279,10 @@ def live_panel(info_name: str) -> None:
             width="stretch",
         )
     log = jobs.read_log_tail(info.path, 5)
-    if info.status == "incomplete" and log:
+    if info.failure:
+        st.error(f"Training failed ({info.failure.splitlines()[0]}); the end of its log:")
+        st.code("\n".join(info.failure.splitlines()[1:]), language=None)
+    elif info.status == "incomplete" and log:
         st.code(log, language=None)
 
 

@@ -3,7 +3,7 @@
 A process outlives every Streamlit rerun, a closed browser tab and even a restarted dashboard; the
 run folder is the only state. Stopping writes the run's STOP file (the trainer checkpoints and
 exits at its next iteration), resuming starts `thrust train --resume`, and a run's status is read
-back from its folder: RUNNING (with a live PID), summary.json, or neither.
+back from its folder: its write lock held (a process is training it), summary.json, or neither.
 """
 
 from __future__ import annotations
@@ -17,8 +17,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ..run_lock import is_locked
 from ..runs import atomic_write_json, read_json, read_jsonl
-from ..trainer import RUNNING_FILE, STOP_FILE
+from ..trainer import STOP_FILE
 
 LOG_FILE = "train.log"
 #: Written by the dashboard when it launches a process, before that process writes config.json.
@@ -30,18 +31,28 @@ def runs_root() -> Path:
     return Path(os.environ.get("THRUST_RUNS_DIR", "runs"))
 
 
-def pid_alive(pid: int) -> bool:
+#: Written when a training process this dashboard launched has exited: its exit code.
+EXIT_FILE = "exit.json"
+
+
+def record_exit(path: Path) -> int | None:
+    """The exit code of the process launched for this run, once it has exited (recorded in EXIT_FILE,
+    so a restarted dashboard still knows); None while it runs or when it was not launched from here."""
+    exit_file = path / EXIT_FILE
+    if exit_file.exists():
+        return read_json(exit_file)["returncode"]
+    pid = read_json(path / LAUNCH_FILE).get("pid") if (path / LAUNCH_FILE).exists() else None
+    if pid is None:
+        return None
     try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    try:  # a finished child we started stays a zombie until reaped: that is not alive
-        done, _ = os.waitpid(pid, os.WNOHANG)
-        return done == 0
-    except ChildProcessError:
-        return True
+        done, status = os.waitpid(pid, os.WNOHANG)  # also reaps it: no zombie left behind
+    except ChildProcessError:  # not our child (another dashboard started it)
+        return None
+    if done == 0:
+        return None
+    returncode = os.waitstatus_to_exitcode(status)
+    atomic_write_json(exit_file, {"returncode": returncode, "pid": pid})
+    return returncode
 
 
 @dataclass
@@ -59,23 +70,29 @@ class RunInfo:
     def active(self) -> bool:
         return self.status in ("running", "starting")
 
+    @property
+    def failure(self) -> str | None:
+        """For a failed run: its exit code and the last lines of its log."""
+        if self.status != "failed":
+            return None
+        returncode = read_json(self.path / EXIT_FILE)["returncode"]
+        return f"exit code {returncode}\n{read_log_tail(self.path, 8)}"
+
 
 def run_status(path: Path) -> str:
-    running = path / RUNNING_FILE
-    if running.exists():
-        try:
-            if pid_alive(int(running.read_text().strip() or 0)):
-                return "running"
-        except ValueError:
-            pass
+    """running (a process holds the lock), starting, failed (the launched process exited with an error and
+    wrote no newer summary), the summary's status, or incomplete."""
+    if is_locked(path):
+        return "running"
     launched, summary = path / LAUNCH_FILE, path / "summary.json"
-    if (
-        launched.exists()
-        and time.time() - launched.stat().st_mtime < 60
-        and (not summary.exists() or summary.stat().st_mtime < launched.stat().st_mtime)
-    ):
-        return "starting"  # launched, and the process has not yet written RUNNING (nor finished since)
-    if (path / "summary.json").exists():
+    newer_summary = summary.exists() and launched.exists() and summary.stat().st_mtime >= launched.stat().st_mtime
+    if launched.exists() and not newer_summary:
+        returncode = record_exit(path)
+        if returncode is None and time.time() - launched.stat().st_mtime < 60:
+            return "starting"  # launched, and the process has not yet taken the lock
+        if returncode not in (None, 0):
+            return "failed"
+    if summary.exists():
         return read_json(path / "summary.json").get("status", "finished")
     return "incomplete"
 
@@ -95,15 +112,18 @@ def list_runs(root: Path | None = None) -> list[RunInfo]:
 
 def _launch(args: list[str], path: Path, request: dict[str, Any]) -> subprocess.Popen:
     path.mkdir(parents=True, exist_ok=True)
+    (path / EXIT_FILE).unlink(missing_ok=True)
     atomic_write_json(path / LAUNCH_FILE, {**request, "launched_at": time.time()})
-    log = open(path / LOG_FILE, "ab")
-    return subprocess.Popen(
-        [sys.executable, "-m", "thrust_app", "train", *args, "--quiet"],
-        stdout=log,
-        stderr=subprocess.STDOUT,
-        stdin=subprocess.DEVNULL,
-        start_new_session=True,
-    )
+    with open(path / LOG_FILE, "ab") as log:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "thrust_app", "train", *args, "--quiet"],
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            start_new_session=True,
+        )
+    atomic_write_json(path / LAUNCH_FILE, {**request, "launched_at": time.time(), "pid": process.pid})
+    return process
 
 
 def start_run(

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import mimetypes
+import os
 import shutil
 import subprocess
 import threading
@@ -100,6 +101,10 @@ class PlayerHandler(SimpleHTTPRequestHandler):
         self.send_header("Cross-Origin-Resource-Policy", "same-origin")
         self.send_header("Cache-Control", "no-cache")
         super().end_headers()
+
+    def list_directory(self, path: str | os.PathLike[str]) -> None:
+        """No folder listings: the player asks for files by name."""
+        self.send_error(HTTPStatus.NOT_FOUND, "no listing here")
 
     def guess_type(self, path) -> str:
         return (

@@ -1,0 +1,66 @@
+"""One writer per run folder: an OS-level lock that training and resuming hold while they write.
+
+The lock is `fcntl.flock` on the folder's `.lock` file. The kernel releases it when the holding
+process exits, however it exits (SIGKILL included), so there is no stale lock to guess about; the
+file keeps the holder's PID only to name it in the message a second writer gets. Readers (eval,
+export, the dashboard) never take it: every file a writer replaces is replaced atomically.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+from pathlib import Path
+from types import TracebackType
+
+LOCK_FILE = ".lock"
+
+
+class RunLockedError(ValueError):
+    """Another process is writing this run folder."""
+
+
+class RunLock:
+    """`with RunLock(run_dir):` holds the folder's write lock, or raises RunLockedError naming the holder."""
+
+    def __init__(self, run_dir: Path) -> None:
+        self.path = Path(run_dir) / LOCK_FILE
+        self._fd: int | None = None
+
+    def __enter__(self) -> RunLock:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = os.read(fd, 32).decode(errors="replace").strip() or "unknown"
+            os.close(fd)
+            raise RunLockedError(
+                f"{self.path.parent} is being written by process {holder} (one writer per run folder); "
+                "wait for it to finish, stop it (`touch STOP` in the folder, or the dashboard's Stop), "
+                "or choose another --run-dir"
+            ) from None
+        os.ftruncate(fd, 0)
+        os.write(fd, str(os.getpid()).encode())
+        self._fd = fd
+        return self
+
+    def __exit__(self, kind: type[BaseException] | None, error: BaseException | None, trace: TracebackType | None) -> None:
+        if self._fd is not None:
+            os.close(self._fd)  # closing the descriptor releases the lock
+            self._fd = None
+
+
+def is_locked(run_dir: Path) -> bool:
+    """True while some process holds the folder's write lock (a training or resume in progress)."""
+    path = Path(run_dir) / LOCK_FILE
+    if not path.exists():
+        return False
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return True
+    finally:
+        os.close(fd)
+    return False
