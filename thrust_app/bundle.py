@@ -15,25 +15,20 @@ from __future__ import annotations
 
 import hashlib
 import json
-import math
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-BUNDLE_FORMAT = "thrust-policy-bundle"
-BUNDLE_VERSION = 1
+from .manifest import BundleError, check_manifest
+
 MODEL_FILE = "policy.onnx"
 MANIFEST_FILE = "manifest.json"
 #: onnxruntime-web 1.31 (the browser player) reads ONNX IR versions up to this one.
 MAX_IR_VERSION = 13
 DISCRETE_ACTION_DTYPE = "int32"
 CONTINUOUS_ACTION_DTYPE = "float32"
-
-
-class BundleError(ValueError):
-    """A bundle that is missing, inconsistent, or does not fit its environment."""
 
 
 def sha256_file(path: Path) -> str:
@@ -88,53 +83,6 @@ def load_bundle(path: str | Path) -> Bundle:
             f"{str(manifest.get('sha256'))[:12]}...; re-export the bundle or restore the file"
         )
     return Bundle(path, manifest)
-
-
-READABLE_BUNDLE_VERSIONS = (1,)
-
-
-def check_manifest(manifest: Any, where: Path) -> None:
-    """Every field a reader relies on is there and of its type, or one BundleError naming the field."""
-    if not isinstance(manifest, dict) or manifest.get("format") != BUNDLE_FORMAT:
-        raise BundleError(f"{where} is not a Thrust bundle manifest (format must be '{BUNDLE_FORMAT}')")
-    if manifest.get("version") not in READABLE_BUNDLE_VERSIONS:
-        raise BundleError(
-            f"{where} is bundle version {manifest.get('version')!r}; this Thrust reads version(s) "
-            f"{', '.join(map(str, READABLE_BUNDLE_VERSIONS))} (a newer Thrust wrote it: upgrade Thrust)"
-        )
-
-    def field(dotted: str, kind: type | tuple[type, ...]) -> Any:
-        value: Any = manifest
-        for key in dotted.split("."):
-            value = value.get(key) if isinstance(value, dict) else None
-        if not isinstance(value, kind) or isinstance(value, bool) or (isinstance(value, (str, list)) and not value):
-            expected = getattr(kind, "__name__", "a number")
-            raise BundleError(
-                f"{where}: field '{dotted}' is {'missing' if value is None else repr(value)}; "
-                f"expected a non-empty {expected}; re-export the bundle or fix the manifest"
-            )
-        return value
-
-    for name in ("env_id", "algo", "action_output", "sha256"):
-        field(name, str)
-    shape = field("observation.shape", list)
-    if not all(isinstance(size, int) and size > 0 for size in shape):
-        raise BundleError(f"{where}: field 'observation.shape' must list positive integers, got {shape}")
-    kind = field("action_space.type", str)
-    if kind == "discrete":
-        if field("action_space.n", int) < 1:
-            raise BundleError(f"{where}: field 'action_space.n' must be >= 1")
-    elif kind == "box":
-        size = math.prod(field("action_space.shape", list))
-        for bound in ("low", "high"):
-            values = field(f"action_space.{bound}", list)
-            if len(values) != size or not all(isinstance(v, (int, float)) for v in values):
-                raise BundleError(f"{where}: field 'action_space.{bound}' must hold {size} numbers")
-    else:
-        raise BundleError(f"{where}: field 'action_space.type' is {kind!r}; expected 'discrete' or 'box'")
-    outputs = [output.get("name") for output in field("outputs", list) if isinstance(output, dict)]
-    if manifest["action_output"] not in outputs:
-        raise BundleError(f"{where}: action_output '{manifest['action_output']}' is not among the outputs {outputs}")
 
 
 def check_model_file(path: Path) -> Any:

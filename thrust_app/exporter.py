@@ -25,8 +25,6 @@ from torch import nn
 from . import __version__
 from .algos.base import deterministic_action
 from .bundle import (
-    BUNDLE_FORMAT,
-    BUNDLE_VERSION,
     CONTINUOUS_ACTION_DTYPE,
     DISCRETE_ACTION_DTYPE,
     MANIFEST_FILE,
@@ -41,6 +39,7 @@ from .bundle import (
 from .envs import env_spaces
 from .envs.batched import make_batched
 from .envs.core import Discrete
+from .manifest import BUNDLE_FORMAT, BUNDLE_VERSION
 from .nets import ActorCritic
 from .run_spec import RunSpec, load_spec
 from .runs import RunDirError, read_json

@@ -17,6 +17,7 @@ import numpy as np
 import pytest
 
 from thrust_app.bundle import load_bundle
+from thrust_app.manifest import BundleError, check_manifest
 from thrust_app.playback import onnx_episode
 from thrust_app.web.browser import player_page
 from thrust_app.web.core_wheel import CORE_FILES, build_core_wheel
@@ -137,6 +138,13 @@ def test_dropped_bad_models_show_their_error_on_the_page(page, tmp_path):
     (other / "manifest.json").write_text(json.dumps({**good, "observation": {"shape": [7], "dtype": "float32"}}))
     page.set_input_files("#files", [str(other / "policy.onnx"), str(other / "manifest.json")])
     page.wait_for_function("document.getElementById('error').textContent.includes('does not fit this env')")
+    # A manifest missing a field: the page refuses it with the sentence Python's schema gives
+    broken = {key: value for key, value in good.items() if key != "action_space"}
+    (other / "manifest.json").write_text(json.dumps(broken))
+    page.set_input_files("#files", [str(other / "policy.onnx"), str(other / "manifest.json")])
+    page.wait_for_function("document.getElementById('error').textContent.includes(\"field 'action_space.type' is missing\")")
+    with pytest.raises(BundleError, match=r"field 'action_space\.type' is missing"):
+        check_manifest(broken, Path("manifest.json"))
 
 
 @needs_browser

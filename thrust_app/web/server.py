@@ -14,11 +14,13 @@ import mimetypes
 import os
 import shutil
 import subprocess
+import sys
 import threading
 from functools import partial
 from http import HTTPStatus
 from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+from typing import Any
 from urllib.parse import unquote, urlparse
 
 from ..bundle import BundleError, load_bundle
@@ -142,6 +144,16 @@ class PlayerHandler(SimpleHTTPRequestHandler):
         return super().do_GET()
 
 
+class QuietHTTPServer(ThreadingHTTPServer):
+    """A client that goes away mid-transfer (a closed tab, a test reading headers only) is normal, not
+    an error worth a traceback; anything else is reported as usual."""
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        if isinstance(sys.exc_info()[1], (ConnectionResetError, BrokenPipeError)):
+            return
+        super().handle_error(request, client_address)
+
+
 class PlayerServer:
     """The player's HTTP server on 127.0.0.1; `start()` runs it in a thread, `stop()` shuts it down."""
 
@@ -149,7 +161,7 @@ class PlayerServer:
         self, port: int = 8000, web_dir: Path = WEB_DIR, export_dir: Path = EXPORT_DIR, verbose: bool = False
     ) -> None:
         handler = type("Handler", (PlayerHandler,), {"export_dir": Path(export_dir), "wheel": build_core_wheel()})
-        self.httpd = ThreadingHTTPServer((HOST, port), partial(handler, directory=str(web_dir)))
+        self.httpd = QuietHTTPServer((HOST, port), partial(handler, directory=str(web_dir)))
         self.httpd.verbose = verbose
         self.httpd.daemon_threads = True
         self._thread: threading.Thread | None = None

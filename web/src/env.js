@@ -8,7 +8,9 @@ export async function startPython() {
   const { wheel } = await (await fetch("/py/index.json")).json();
   await pyodide.loadPackage(wheel);
   const cores = pyodide.pyimport("thrust_app.envs.core");
-  return { pyodide, cores, startupMs: performance.now() - started };
+  // The manifest schema Python uses (thrust_app/manifest.py), so both sides refuse the same bundles.
+  const manifests = pyodide.pyimport("thrust_app.manifest");
+  return { pyodide, cores, manifests, startupMs: performance.now() - started };
 }
 
 const toObject = (proxy) => {

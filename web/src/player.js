@@ -54,7 +54,7 @@ async function fetchBundle(name) {
 
 // Make `bundle` the active one on execution provider `epRequest` ("auto", "webgpu" or "wasm").
 async function activate(bundle, epRequest) {
-  await checkBundle(bundle.manifest, bundle.model);
+  await checkBundle(state.python, bundle.manifest, bundle.model);
   const known = state.python.cores.CORE_ENVS.has(bundle.manifest.env_id);
   if (!known) throw new Error(`the bundle is for ${bundle.manifest.env_id}, which the player cannot run (Thrust's envs only)`);
   const env = new PyEnv(state.python, bundle.manifest.env_id);
@@ -226,7 +226,7 @@ setInterval(updateStats, 500);
 async function benchmark({ bundle, ep = "wasm", batch = 1, seconds = 1 } = {}) {
   await ready;
   const { manifest, model } = await fetchBundle(bundle);
-  await checkBundle(manifest, model);
+  await checkBundle(state.python, manifest, model);
   const policy = await Policy.create(manifest, model, ep);
   try {
     const times = await policy.benchmark(batch, seconds);

@@ -6,7 +6,6 @@ ort.env.wasm.wasmPaths = "/node_modules/onnxruntime-web/dist/";
 ort.env.wasm.numThreads = 1;
 ort.env.logLevel = "error";
 
-const BUNDLE_FORMAT = "thrust-policy-bundle";
 // The dtype each kind of action comes out in, as thrust_app/bundle.py writes and reads them.
 export const ACTION_DTYPE = { discrete: "int32", box: "float32" };
 
@@ -15,11 +14,11 @@ export async function sha256Hex(bytes) {
   return Array.from(new Uint8Array(digest), (b) => b.toString(16).padStart(2, "0")).join("");
 }
 
-// Check a manifest and its model bytes against each other; throws an Error that says what is wrong.
-export async function checkBundle(manifest, modelBytes) {
-  if (!manifest || manifest.format !== BUNDLE_FORMAT) {
-    throw new Error(`manifest.json is not a Thrust bundle manifest (format must be "${BUNDLE_FORMAT}")`);
-  }
+// Check a manifest (with thrust_app/manifest.py's schema, in Pyodide) and its model bytes against each
+// other; throws an Error whose message is the one-line reason.
+export async function checkBundle(python, manifest, modelBytes) {
+  const problem = python.manifests.manifest_problem(JSON.stringify(manifest));
+  if (problem) throw new Error(problem);
   const digest = await sha256Hex(modelBytes);
   if (digest !== manifest.sha256) {
     throw new Error(`policy.onnx does not match its manifest: sha256 ${digest.slice(0, 12)}… but the manifest says ${String(manifest.sha256).slice(0, 12)}…`);
