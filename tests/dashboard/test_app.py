@@ -3,6 +3,7 @@ bad field values show their message; and a real browser sees the page and a live
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import socket
@@ -181,3 +182,46 @@ def test_real_browser_starts_a_run_and_sees_a_chart(dirs):
     finally:
         os.killpg(server.pid, signal.SIGTERM)
         server.wait(timeout=30)
+
+
+def test_the_form_shows_the_preset_the_run_will_use(dirs):
+    """PPO on `cartpole` (the short name) starts from the zoo preset: its values, its budget, its source."""
+    at = new_app()
+    at.selectbox(key="new-env").set_value("cartpole").run()
+    at.selectbox(key="new-algo").set_value("ppo").run()
+    assert at.text_input(key="hp-ppo-learning_rate").value == "0.001"
+    assert at.text_input(key="hp-ppo-n_steps").value == "32"
+    assert at.text_input(key="new-timesteps").value == "100000"
+    assert any("rl-baselines3-zoo" in m.value for m in at.markdown)
+    at.selectbox(key="new-env").set_value("pendulum").run()  # another env: its own preset, not the old values
+    assert at.text_input(key="hp-ppo-n_steps").value == "1024"
+    assert at.text_input(key="new-timesteps").value == "200000"
+
+
+def test_start_sends_every_field_and_selects_the_new_run(dirs):
+    at = new_app()
+    at.selectbox(key="new-env").set_value("cartpole").run()
+    at.selectbox(key="new-algo").set_value("ppo").run()
+    at.text_input(key="hp-ppo-learning_rate").set_value("1e-3")  # equal to the preset: still what the run uses
+    at.text_input(key="hp-ppo-gamma").set_value("0.97")
+    at.text_input(key="new-timesteps").set_value("512")
+    at.button(key=SUBMIT).click().run()
+    (run,) = jobs.list_runs()
+    assert at.selectbox(key="train-run").value == run.name
+    wait_until(lambda: (run.path / "config.json").exists(), 60)
+    config = json.loads((run.path / "config.json").read_text())
+    assert config["config"]["learning_rate"] == 1e-3 and config["config"]["gamma"] == 0.97
+    assert config["overrides"] == {"gamma": 0.97} and config["timesteps"] == 512
+
+
+def test_tabs_follow_a_run_to_its_end_without_a_reload(dirs):
+    at = new_app()
+    at.selectbox(key="new-algo").set_value("ppo").run()
+    at.text_input(key="new-timesteps").set_value("512")
+    at.button(key=SUBMIT).click().run()
+    (run,) = jobs.list_runs()
+    wait_until(lambda: jobs.run_status(run.path) == "finished", 90)
+    at.run()
+    assert "finished" in at.selectbox(key="train-run").format_func(run.name)
+    assert at.button(key="stop").disabled
+    assert at.button(key="export").disabled is False

@@ -76,9 +76,10 @@ def pick_run(label: str, runs: list[jobs.RunInfo], key: str) -> jobs.RunInfo | N
         st.info("No runs yet: start one in **New run**.")
         return None
     names = [r.name for r in runs]
-    wanted = st.session_state.get("current_run")
-    index = names.index(wanted) if wanted in names else 0
-    name = st.selectbox(label, names, index=index, key=key, format_func=lambda n: run_label(runs[names.index(n)]))
+    if st.session_state.get(key) not in names:  # first show, or its run is gone: the current run, else the newest
+        wanted = st.session_state.get("current_run")
+        st.session_state[key] = wanted if wanted in names else names[0]
+    name = st.selectbox(label, names, key=key, format_func=lambda n: run_label(runs[names.index(n)]))
     st.session_state.current_run = name
     return runs[names.index(name)]
 
@@ -88,11 +89,25 @@ def hp_key(algo: str, name: str) -> str:
     return f"hp-{algo}-{name}"
 
 
+def shown_preset(algo: str, env_name: str):
+    """The preset a run of `algo` on `env_name` starts from: looked up by the env's full id, as the trainer does."""
+    from thrust_app.run_spec import resolve_env_name
+
+    return get_preset(algo, resolve_env_name(env_name))
+
+
+def reset_form_values() -> None:
+    """The env or the algorithm changed: forget typed values, so the form shows the new preset's."""
+    for key in [key for key in st.session_state if str(key).startswith("hp-") or key == "new-timesteps"]:
+        del st.session_state[key]
+
+
 def submit_new_run(env_name: str, algo: str) -> None:
-    """Form callback: validate every field on its own, start the run only if all are valid."""
+    """Form callback: validate every field on its own, start the run only if all are valid. Every field's
+    value is sent (the trainer keeps, as the run's overrides, those that differ from the preset)."""
     errors: dict[str, str] = {}
     algo_cls = ALGOS[algo]
-    base = apply_overrides(algo_cls.Config(), get_preset(algo, env_name).config)
+    base = apply_overrides(algo_cls.Config(), shown_preset(algo, env_name).config)
     overrides = {}
     for f in dataclasses.fields(base):
         raw = st.session_state.get(hp_key(algo, f.name), fmt_value(getattr(base, f.name)))
@@ -101,8 +116,7 @@ def submit_new_run(env_name: str, algo: str) -> None:
         except ConfigError as err:
             errors[f.name] = str(err)
             continue
-        if value != getattr(base, f.name):
-            overrides[f.name] = value
+        overrides[f.name] = value
     numbers = {}
     for field, minimum in (("timesteps", 1), ("seed", 0)):
         raw = str(st.session_state.get(f"new-{field}", "")).strip()
@@ -129,6 +143,7 @@ def submit_new_run(env_name: str, algo: str) -> None:
         st.session_state.flash = ("error", str(err))
         return
     st.session_state.current_run = path.name
+    st.session_state["train-run"] = path.name  # the Training tab shows the new run
     st.session_state.flash = ("success", f"Started {algo} on {env_name} in {path}. Follow it in **Training**.")
 
 
@@ -141,9 +156,17 @@ def field_error(name: str) -> None:
 def new_run_tab() -> None:
     choices = [*ALIASES, OTHER_ENV]
     env_choice = st.selectbox(
-        "Environment", choices, key="new-env", help="Thrust's four envs, or any gymnasium id with Box observations"
+        "Environment",
+        choices,
+        key="new-env",
+        help="Thrust's four envs, or any gymnasium id with Box observations",
+        on_change=reset_form_values,
     )
-    env_name = st.text_input("gymnasium id", "CartPole-v1", key="new-gym-id") if env_choice == OTHER_ENV else env_choice
+    env_name = (
+        st.text_input("gymnasium id", "CartPole-v1", key="new-gym-id", on_change=reset_form_values)
+        if env_choice == OTHER_ENV
+        else env_choice
+    )
     if ":" in env_name and not st.checkbox(
         f"Import the Python module {env_name.split(':')[0]!r} to register this env", key="new-allow-import"
     ):
@@ -160,7 +183,11 @@ def new_run_tab() -> None:
     fitting = [name for name, cls in ALGOS.items() if (Discrete if kind == "discrete" else Box) in cls.supports]
     cols = st.columns(2)
     algo = cols[0].selectbox(
-        "Algorithm", fitting, key="new-algo", help=f"only the algorithms that can act in this env's {kind} action space"
+        "Algorithm",
+        fitting,
+        key="new-algo",
+        help=f"only the algorithms that can act in this env's {kind} action space",
+        on_change=reset_form_values,
     )
     cols[1].selectbox(
         "Device",
@@ -169,7 +196,7 @@ def new_run_tab() -> None:
         help=f"this machine: {machine_devices()}; auto takes CUDA when present",
     )
     st.caption(f"This machine: {machine_devices()}")
-    preset = get_preset(algo, env_name)
+    preset = shown_preset(algo, env_name)
     config = apply_overrides(ALGOS[algo].Config(), preset.config)
     helps = field_help(type(config))
     with st.form("new-run"):
@@ -287,11 +314,10 @@ def live_panel(info_name: str) -> None:
 
 
 @st.fragment(run_every=REFRESH_S)
-def live_fragment(name: str) -> None:
-    live_panel(name)
-
-
-def training_tab(runs: list[jobs.RunInfo]) -> None:
+def training_tab() -> None:
+    """The selected run, live: re-read every REFRESH_S seconds, so a run starting, stopping or finishing
+    shows without a reload."""
+    runs = jobs.list_runs()
     info = pick_run("Run", runs, key="train-run")
     if info is None:
         return
@@ -300,15 +326,14 @@ def training_tab(runs: list[jobs.RunInfo]) -> None:
         jobs.stop_run(info.path)
         st.toast(f"Stopping {info.name}…")
     can_resume = (
-        not info.active and info.status in ("stopped", "interrupted", "incomplete") and (info.path / "last.pt").exists()
+        not info.active
+        and info.status in ("stopped", "interrupted", "terminated", "incomplete")
+        and (info.path / "last.pt").exists()
     )
     if cols[1].button("Resume", key="resume", disabled=not can_resume, help="continue from the last checkpoint"):
         jobs.resume_run(info.path)
         st.toast(f"Resuming {info.name}…")
-    if info.active:
-        live_fragment(info.name)
-    else:
-        live_panel(info.name)
+    live_panel(info.name)
 
 
 # -- Runs -----------------------------------------------------------------------------------------
@@ -326,7 +351,9 @@ def delete_run_form(runs: list[jobs.RunInfo]) -> None:
                 st.error(str(err))
 
 
-def runs_tab(runs: list[jobs.RunInfo]) -> None:
+@st.fragment(run_every=2 * REFRESH_S)
+def runs_tab() -> None:
+    runs = jobs.list_runs()
     if not runs:
         st.info("No runs yet.")
         return
@@ -372,7 +399,9 @@ def runs_tab(runs: list[jobs.RunInfo]) -> None:
 
 
 # -- Export & play --------------------------------------------------------------------------------
-def export_tab(runs: list[jobs.RunInfo]) -> None:
+@st.fragment(run_every=2 * REFRESH_S)
+def export_tab() -> None:
+    runs = jobs.list_runs()
     done = [r for r in runs if not r.active and (r.path / "last.pt").exists()]
     info = pick_run("Run to export", done, key="export-run") if done else None
     if info is None:
@@ -451,11 +480,11 @@ def main() -> None:
     with tabs[0]:
         new_run_tab()
     with tabs[1]:
-        training_tab(runs)
+        training_tab()
     with tabs[2]:
-        runs_tab(runs)
+        runs_tab()
     with tabs[3]:
-        export_tab(runs)
+        export_tab()
     with tabs[4]:
         watch_tab(runs)
 
