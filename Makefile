@@ -8,7 +8,7 @@ STAMP := $(VENV)/.thrust-installed
 NODE_MODULES := web/node_modules/.package-lock.json
 TORCH := torch==2.13.0
 
-.PHONY: run test lint format web install bench peers validate reference-bundles clean
+.PHONY: run test lint format web install chromium bench peers validate reference-bundles clean
 
 # The reference bundles in export/: env:algo pairs, each trained with its preset and seed 0.
 REFERENCE := bandit:ppo cartpole:ppo pendulum:sac snake:dqn
@@ -16,8 +16,9 @@ REFERENCE := bandit:ppo cartpole:ppo pendulum:sac snake:dqn
 run: install $(NODE_MODULES)
 	$(PY) -m thrust_app app
 
-test: install $(NODE_MODULES)
-	$(PY) -m pytest
+# THRUST_REQUIRE_BROWSER: the browser tests fail rather than skip when Chromium is missing.
+test: install $(NODE_MODULES) chromium
+	THRUST_REQUIRE_BROWSER=1 $(PY) -m pytest
 
 # ruff, configured in pyproject.toml: `lint` checks (CI runs it), `format` rewrites.
 lint: install
@@ -56,12 +57,26 @@ reference-bundles: install
 
 install: $(STAMP)
 
+# The browser tests drive Debian's Chromium (never a downloaded browser): installed here where this
+# machine allows it (root with apt-get), otherwise one line saying how.
+chromium:
+	@test -x /usr/bin/chromium || { \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+	    echo "make: installing Debian's chromium for the browser tests"; \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium; \
+	  else \
+	    echo "make: the browser tests need Debian's chromium: run 'sudo apt-get install chromium', then make test again" >&2; \
+	    exit 1; \
+	  fi; }
+
 $(PY):
 	$(PYTHON) -m venv $(VENV)
 
 $(STAMP): pyproject.toml Makefile | $(PY)
-	$(PY) -m pip install --disable-pip-version-check -q $(TORCH)
-	$(PY) -m pip install --disable-pip-version-check -q -e ".[test]"
+	@echo "make: installing $(TORCH) (CPU build) into $(VENV): the largest download, a minute or more on a fresh machine"
+	$(PY) -m pip install --disable-pip-version-check --progress-bar on $(TORCH)
+	@echo "make: installing Thrust and its dependencies (streamlit, onnx, onnxruntime, gymnasium, test tools)"
+	$(PY) -m pip install --disable-pip-version-check --progress-bar on -e ".[test]"
 	touch $@
 
 $(NODE_MODULES): web/package.json web/package-lock.json

@@ -20,6 +20,7 @@ from thrust_app.cli import main as thrust_main
 from thrust_app.envs.batched import make_batched
 from thrust_app.exporter import ParityError, export_run
 from thrust_app.trainer import load_policy, train
+from thrust_app.web.server import REFERENCE_BUNDLES
 
 QUIET = {"progress": False, "log": lambda _: None}
 PAIRS = [
@@ -174,10 +175,7 @@ def test_cli_explains_export_and_runtime_mistakes(runs, capsys):
     assert "not a Thrust run folder" in capsys.readouterr().err
 
 
-@pytest.mark.parametrize(
-    "name",
-    sorted(p.name for p in (Path(__file__).resolve().parents[1] / "export").iterdir() if (p / "manifest.json").is_file()),
-)
+@pytest.mark.parametrize("name", REFERENCE_BUNDLES)
 def test_torch_policy_rebuilt_from_a_reference_bundle_acts_like_it(name):
     bundle = load_bundle(Path(__file__).resolve().parents[1] / "export" / name)
     graph = exporter.torch_policy_from_bundle(bundle)

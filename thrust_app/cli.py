@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import errno
 import os
 import signal
 import sys
@@ -169,7 +170,14 @@ def _cmd_web(args: argparse.Namespace) -> int:
     from .web.server import PlayerServer, ensure_node_modules
 
     ensure_node_modules()
-    server = PlayerServer(port=args.port, verbose=args.verbose)
+    try:
+        server = PlayerServer(port=args.port, verbose=args.verbose)
+    except OSError as err:
+        if err.errno != errno.EADDRINUSE:
+            raise
+        raise UsageError(
+            f"port {args.port} is already in use on 127.0.0.1; pick another with --port N, or --port 0 for any free one"
+        ) from None
     print(f"thrust: browser player on {server.url}  (Ctrl-C to stop)", flush=True)
     try:
         server.serve_forever()
@@ -287,7 +295,7 @@ def build_parser() -> argparse.ArgumentParser:
     app.set_defaults(func=_cmd_app)
 
     web = sub.add_parser("web", help="serve the browser player and the bundles in export/ on 127.0.0.1")
-    web.add_argument("--port", type=int, default=8000)
+    web.add_argument("--port", type=int, default=8000, help="0 picks any free port")
     web.add_argument("--verbose", action="store_true", help="log every request")
     web.set_defaults(func=_cmd_web)
     return parser

@@ -102,8 +102,8 @@ class RunLogger:
         if iteration.stats:
             self.pending["stats"].append(iteration.stats)
         self.recent_returns = (self.recent_returns + iteration.episode_returns)[-100:]
-        if self._bar is not None:
-            self._bar.update(iteration.steps)
+        if self._bar is not None:  # the last iteration may overshoot the budget: the bar stops at it
+            self._bar.update(min(iteration.steps, self._bar.total - self._bar.n))
             self._bar.set_postfix(self.postfix(self._bar.n), refresh=False)
 
     def has_pending(self) -> bool:
@@ -157,7 +157,9 @@ class RunLogger:
         from tqdm.auto import tqdm
 
         spec = self.spec
+        # One speed on the bar: the training steps/s of the postfix (tqdm's own rate would count evaluations too).
         self._bar = tqdm(
+            bar_format="{desc}: {percentage:3.0f}%|{bar}| {n_fmt}/{total_fmt} [{elapsed}<{remaining}{postfix}]",
             total=spec.timesteps,
             initial=step,
             unit="step",

@@ -340,6 +340,13 @@ def _resume_in(
     spec = load_spec(run_dir)
     if timesteps is not None:
         spec = dataclasses.replace(spec, timesteps=timesteps)
+    summary_path = run_dir / "summary.json"
+    done = read_json(summary_path) if summary_path.exists() else {}
+    if done.get("status") in ("finished", "solved") and done.get("timesteps", 0) >= spec.timesteps:
+        raise RunDirError(
+            f"{run_dir} already {done['status']} at step {done['timesteps']:,} of its {spec.timesteps:,}; "
+            f"to train on, give a larger budget: `thrust train --resume {run_dir} --timesteps N`"
+        )
     torch_device = resolve_device(device or spec.device, spec.torch_threads)
     trainer = Trainer(spec, run_dir, torch_device, progress, on_record, on_iteration)
     trainer.restore(trainer.checkpointer.load(torch_device))

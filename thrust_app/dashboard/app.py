@@ -56,10 +56,11 @@ def player_server():
     from thrust_app.web.server import PlayerServer, ensure_node_modules
 
     ensure_node_modules(log=lambda _: None)
-    port = int(os.environ.get("THRUST_PLAYER_PORT", "8000"))
+    # Any free port unless told one: `thrust web` keeps its own port 8000 for itself.
+    port = int(os.environ.get("THRUST_PLAYER_PORT", "0"))
     try:
         return PlayerServer(port=port, export_dir=export_root()).start()
-    except OSError:  # the port is taken (another `thrust web`?): any free port will do
+    except OSError:  # the port asked for is taken: any free port will do
         return PlayerServer(port=0, export_dir=export_root()).start()
 
 

@@ -46,6 +46,10 @@ MIME_TYPES = {
 }
 
 
+#: The bundles committed in export/ (`make reference-bundles` rebuilds them); anything else there is a user's.
+REFERENCE_BUNDLES = ("bandit-ppo", "cartpole-ppo", "pendulum-sac", "snake-dqn")
+
+
 class WebSetupError(RuntimeError):
     """The player cannot be served (npm missing, install failed)."""
 
