@@ -166,6 +166,19 @@ def _cmd_export(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_compare(args: argparse.Namespace) -> int:
+    from .compare import DEFAULT_GROUP_BY, compare, format_table
+
+    group_by = tuple(args.group_by.split(",")) if args.group_by else DEFAULT_GROUP_BY
+    table, pairs, skipped = compare(args.runs, group_by, args.reps)
+    if not table:
+        raise UsageError("no evaluated runs among those given; train some first (`thrust train ...`)")
+    print(format_table(table, pairs))
+    if skipped:
+        print(f"({len(skipped)} run(s) without an evaluation left out: {', '.join(p.name for p in skipped)})")
+    return 0
+
+
 def _cmd_web(args: argparse.Namespace) -> int:
     from .web.server import PlayerServer, ensure_node_modules
 
@@ -258,6 +271,19 @@ def add_train_command(subcommands: argparse._SubParsersAction) -> None:
     train.set_defaults(func=_cmd_train)
 
 
+def add_compare_command(subcommands: argparse._SubParsersAction) -> None:
+    """`thrust compare RUN... [--group-by ...]`."""
+    cmp = subcommands.add_parser(
+        "compare",
+        help="compare runs grouped over seeds: mean and IQM with 95%% bootstrap CIs, probability of improvement",
+        description="Each run is scored by its last evaluation; runs that share algo, env and config (any seed) form a group.",
+    )
+    cmp.add_argument("runs", nargs="+", help="run folders, or folders of runs such as runs/")
+    cmp.add_argument("--group-by", help="comma list of config.json fields (algo, env, seed, config.KEY, ...)")
+    cmp.add_argument("--reps", type=int, default=2000, help="bootstrap resamples")
+    cmp.set_defaults(func=_cmd_compare)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="thrust", description="Thrust: RL training, ONNX export, browser playback.")
     parser.add_argument("--debug", action="store_true", help="print the traceback of an error, not just its line")
@@ -289,6 +315,8 @@ def build_parser() -> argparse.ArgumentParser:
     ex.add_argument("--out", help="bundle folder (default: export/<run-name>)")
     ex.add_argument("--force", action="store_true", help="replace a different bundle already in the folder")
     ex.set_defaults(func=_cmd_export)
+
+    add_compare_command(sub)
 
     app = sub.add_parser("app", help="start the training dashboard (Streamlit) on 127.0.0.1")
     app.add_argument("--port", type=int, default=8501)

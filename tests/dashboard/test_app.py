@@ -225,3 +225,31 @@ def test_tabs_follow_a_run_to_its_end_without_a_reload(dirs):
     assert "finished" in at.selectbox(key="train-run").format_func(run.name)
     assert at.button(key="stop").disabled
     assert at.button(key="export").disabled is False
+
+
+def test_compare_shows_groups_of_seeds_with_intervals(dirs):
+    from thrust_app.trainer import train
+
+    for lr in ("3e-3", "1e-5"):
+        for seed in (0, 1):
+            train(
+                "a2c",
+                "bandit",
+                timesteps=512,
+                seed=seed,
+                run_dir=dirs / "runs" / f"lr{lr}-s{seed}",
+                eval_episodes=10,
+                overrides={"learning_rate": lr},
+                progress=False,
+                log=lambda _: None,
+            )
+    at = new_app()
+    groups, improvements = (
+        frame.value for frame in at.dataframe if "IQM" in frame.value.columns or "P(X > Y)" in frame.value.columns
+    )
+    assert sorted(groups["group"]) == ["a2c thrust/Bandit-v0 learning_rate=0.003", "a2c thrust/Bandit-v0 learning_rate=1e-05"]
+    assert list(groups["runs"]) == [2, 2] and groups["IQM 95% CI"].str.startswith("[").all()
+    assert len(improvements) == 1
+    at.multiselect(key="compare-group-by").set_value(["seed"]).run()
+    groups = next(frame.value for frame in at.dataframe if "IQM" in frame.value.columns)
+    assert sorted(groups["group"]) == ["seed=0", "seed=1"]
