@@ -120,7 +120,7 @@ def submit_new_run(env_name: str, algo: str) -> None:
             continue
         overrides[f.name] = value
     numbers = {}
-    for field, minimum in (("timesteps", 1), ("seed", 0)):
+    for field, minimum in (("timesteps", 1), ("seed", 0), ("seeds", 1)):
         raw = str(st.session_state.get(f"new-{field}", "")).strip()
         try:
             numbers[field] = int(float(raw))
@@ -132,21 +132,30 @@ def submit_new_run(env_name: str, algo: str) -> None:
     if errors:
         st.session_state.flash = ("error", f"Fix the {len(errors)} field(s) marked below; nothing was started.")
         return
+    seeds = range(numbers["seed"], numbers["seed"] + numbers["seeds"])
     try:
-        path = jobs.start_run(
-            algo,
-            env_name,
-            timesteps=numbers["timesteps"],
-            seed=numbers["seed"],
-            device=st.session_state.get("new-device", "auto"),
-            overrides=overrides,
-        )
+        paths = [
+            jobs.start_run(
+                algo,
+                env_name,
+                timesteps=numbers["timesteps"],
+                seed=seed,
+                device=st.session_state.get("new-device", "auto"),
+                overrides=overrides,
+            )
+            for seed in seeds
+        ]
     except ValueError as err:
         st.session_state.flash = ("error", str(err))
         return
-    st.session_state.current_run = path.name
-    st.session_state["train-run"] = path.name  # the Training tab shows the new run
-    st.session_state.flash = ("success", f"Started {algo} on {env_name} in {path}. Follow it in **Training**.")
+    st.session_state.current_run = paths[0].name
+    st.session_state["train-run"] = paths[0].name  # the Training tab shows the (first) new run
+    where = (
+        f"in {paths[0]}"
+        if len(paths) == 1
+        else f"with seeds {seeds[0]}-{seeds[-1]} ({len(paths)} runs; compare them in **Compare**)"
+    )
+    st.session_state.flash = ("success", f"Started {algo} on {env_name} {where}. Follow it in **Training**.")
 
 
 def field_error(name: str) -> None:
@@ -185,6 +194,32 @@ def choose_env() -> tuple[str, str] | None:
         return None
 
 
+def load_zoo_settings(algo: str, env_name: str, fields: set[str]) -> None:
+    """Fill the form from an uploaded rl-baselines3-zoo hyperparameter file (its first entry)."""
+    from thrust_app.run_spec import resolve_env_name
+    from thrust_app.zoo_yaml import GYMNASIUM_TWINS, from_zoo_yaml
+
+    uploaded = st.file_uploader("Load settings from an rl-zoo YAML file", type=["yml", "yaml"], key="zoo-upload")
+    if uploaded is None or st.session_state.get("zoo-loaded") == uploaded.file_id:
+        return
+    try:
+        env_id, timesteps, overrides = from_zoo_yaml(uploaded.getvalue().decode(), fields)
+        apply_overrides(ALGOS[algo].Config(), overrides, algo)  # every value checked before any is shown
+    except (ConfigError, UnicodeDecodeError) as err:
+        st.error(f"{uploaded.name}: {err}")
+        return
+    resolved = resolve_env_name(env_name)
+    if env_id not in (env_name, resolved, GYMNASIUM_TWINS.get(resolved)):
+        st.warning(f"{uploaded.name} is for {env_id}; choose that environment (or its Thrust twin) first.")
+        return
+    for key, value in overrides.items():
+        st.session_state[hp_key(algo, key)] = fmt_value(value)
+    if timesteps is not None:
+        st.session_state["new-timesteps"] = str(timesteps)
+    st.session_state["zoo-loaded"] = uploaded.file_id
+    st.success(f"Loaded {len(overrides)} settings from {uploaded.name}.")
+
+
 def new_run_tab() -> None:
     chosen = choose_env()
     if chosen is None:
@@ -208,15 +243,19 @@ def new_run_tab() -> None:
     st.caption(f"This machine: {machine_devices()}")
     preset = shown_preset(algo, env_name)
     config = apply_overrides(ALGOS[algo].Config(), preset.config)
+    load_zoo_settings(algo, env_name, {f.name for f in dataclasses.fields(config)})
     helps = field_help(type(config))
     with st.form("new-run"):
-        c1, c2 = st.columns(2)
-        with c1:
+        timesteps_column, seed_column, seeds_column = st.columns(3)
+        with timesteps_column:
             st.text_input("Timesteps", str(preset.timesteps), key="new-timesteps")
             field_error("timesteps")
-        with c2:
+        with seed_column:
             st.text_input("Seed", "0", key="new-seed")
             field_error("seed")
+        with seeds_column:
+            st.text_input("Seeds", "1", key="new-seeds", help="how many runs: seeds SEED, SEED+1, ... (each its own process)")
+            field_error("seeds")
         st.markdown(f"**Hyperparameters** — preset: {preset.source}")
         columns = st.columns(3)
         for i, f in enumerate(dataclasses.fields(config)):
@@ -243,7 +282,11 @@ def curves(train: list[dict], evals: list[dict]) -> tuple[pd.DataFrame, pd.DataF
         ]
     )
     losses = pd.DataFrame(
-        [{"step": r["step"], "loss": k, "value": v} for r in train for k, v in (r.get("losses") or {}).items()]
+        [
+            {"step": r["step"], "wall_s": r.get("wall_s"), "loss": k, "value": v}
+            for r in train
+            for k, v in (r.get("losses") or {}).items()
+        ]
     )
     return returns, ev, losses
 
@@ -282,6 +325,36 @@ def return_chart(returns: pd.DataFrame, ev: pd.DataFrame) -> alt.Chart | None:
     return alt.layer(*layers).properties(height=280) if layers else None
 
 
+def metric_panels(losses: pd.DataFrame) -> alt.FacetChart:
+    """One small chart per logged value (its own y axis: a loss, epsilon and an entropy do not share a
+    scale), smoothed and scaled as the controls above the run say."""
+    smoothing = st.session_state.get("panel-smoothing", 0.0)
+    x_axis = "wall_s" if st.session_state.get("panel-x") == "wall-clock" else "step"
+    if smoothing:  # TensorBoard's smoothing: an exponential moving average per metric
+        losses = losses.assign(value=losses.groupby("loss")["value"].transform(lambda v: v.ewm(alpha=1 - smoothing).mean()))
+    scale = alt.Scale(type="symlog") if st.session_state.get("panel-log") else alt.Scale(zero=False)
+    return (
+        alt.Chart(losses)
+        .mark_line()
+        .encode(
+            x=alt.X(f"{x_axis}:Q", title="env steps" if x_axis == "step" else "seconds"),
+            y=alt.Y("value:Q", title=None, scale=scale),
+            tooltip=["loss", "step", alt.Tooltip("value:Q", format=".4g")],
+        )
+        .properties(height=160, width=260)
+        .facet(facet=alt.Facet("loss:N", title=None), columns=3)
+        .resolve_scale(y="independent")
+    )
+
+
+def panel_controls() -> None:
+    """Smoothing, log scale and x axis of the metric panels (TensorBoard's controls)."""
+    columns = st.columns(3)
+    columns[0].slider("Smoothing", 0.0, 0.99, 0.0, 0.01, key="panel-smoothing")
+    columns[1].checkbox("Log scale (symlog)", key="panel-log")
+    columns[2].radio("x axis", ["step", "wall-clock"], horizontal=True, key="panel-x")
+
+
 def live_panel(info_name: str) -> None:
     runs = {r.name: r for r in jobs.list_runs()}
     info = runs.get(info_name)
@@ -307,14 +380,8 @@ def live_panel(info_name: str) -> None:
     else:
         st.caption("Waiting for the first metrics…")
     if not losses.empty:
-        st.markdown("**Losses**")
-        st.altair_chart(
-            alt.Chart(losses)
-            .mark_line()
-            .encode(x="step:Q", y=alt.Y("value:Q", title=None), color="loss:N")
-            .properties(height=220),
-            width="stretch",
-        )
+        st.markdown("**Losses and schedules**, one panel each")
+        st.altair_chart(metric_panels(losses), width="stretch")
     log = jobs.read_log_tail(info.path, 5)
     if info.failure:
         st.error(f"Training failed ({info.failure.splitlines()[0]}); the end of its log:")
@@ -343,6 +410,7 @@ def training_tab() -> None:
     if cols[1].button("Resume", key="resume", disabled=not can_resume, help="continue from the last checkpoint"):
         jobs.resume_run(info.path)
         st.toast(f"Resuming {info.name}…")
+    panel_controls()
     live_panel(info.name)
 
 
@@ -362,6 +430,60 @@ def delete_run_form(runs: list[jobs.RunInfo]) -> None:
 
 
 @st.fragment(run_every=2 * REFRESH_S)
+def hyperparameter_view(runs: list[jobs.RunInfo]) -> None:
+    """Which settings gave which return, for the runs of one algo on one env: the settings that vary as a
+    table, and as parallel coordinates (each axis scaled to its own range, lines coloured by the return)."""
+    finished = [r for r in runs if r.summary and r.summary.get("eval_mean") is not None]
+    families = sorted({(r.config["algo"], r.config["env"]) for r in finished})
+    if not families:
+        return
+    st.markdown("**Hyperparameters**")
+    family = st.selectbox("Algorithm and env", families, format_func=lambda f: f"{f[0]} on {f[1]}", key="hp-family")
+    members = [r for r in finished if (r.config["algo"], r.config["env"]) == family]
+    rows = pd.DataFrame(
+        [
+            {
+                "run": r.name,
+                **{k: fmt_value(v) for k, v in r.config["config"].items()},
+                "seed": r.config.get("seed"),
+                "eval_mean": r.summary["eval_mean"],
+            }
+            for r in members
+        ]
+    )
+    varying = [c for c in rows.columns if c not in ("run", "eval_mean") and rows[c].nunique() > 1]
+    st.dataframe(rows[["run", *varying, "eval_mean"]], hide_index=True, width="stretch")
+    numeric = [c for c in varying if pd.to_numeric(rows[c], errors="coerce").notna().all()]
+    if not numeric:
+        return
+    long = rows.melt(id_vars=["run", "eval_mean"], value_vars=numeric, var_name="setting", value_name="value")
+    long["value"] = pd.to_numeric(long["value"])
+    span = long.groupby("setting")["value"].transform(lambda v: (v.max() - v.min()) or 1.0)
+    long["position"] = (long["value"] - long.groupby("setting")["value"].transform("min")) / span
+    st.altair_chart(
+        alt.Chart(long)
+        .mark_line(point=True)
+        .encode(
+            x=alt.X("setting:N", title=None),
+            y=alt.Y("position:Q", title="position in the setting's range"),
+            detail="run:N",
+            color=alt.Color("eval_mean:Q", scale=alt.Scale(scheme="viridis")),
+            tooltip=["run", "setting", "value", "eval_mean"],
+        )
+        .properties(height=300),
+        width="stretch",
+    )
+
+
+def zoo_yaml_download(runs: list[jobs.RunInfo]) -> None:
+    """A run's settings as an rl-baselines3-zoo hyperparameter file."""
+    from thrust_app.zoo_yaml import to_zoo_yaml
+
+    name = st.selectbox("Settings of run, as rl-zoo YAML", [r.name for r in runs], key="yaml-run")
+    info = next(r for r in runs if r.name == name)
+    st.download_button("Download YAML", to_zoo_yaml(info.config), f"{name}.yml", "application/x-yaml", key="yaml")
+
+
 def runs_tab() -> None:
     runs = jobs.list_runs()
     if not runs:
@@ -383,28 +505,13 @@ def runs_tab() -> None:
             for r in runs
         ]
     )
+    search = st.text_input("Filter", key="runs-filter", placeholder="any part of a name, algo, env or status")
+    if search:
+        table = table[table.astype(str).apply(lambda row: row.str.contains(search, case=False, regex=False)).any(axis=1)]
     st.dataframe(table, hide_index=True, width="stretch")
-    chosen = st.multiselect(
-        "Overlay evaluation curves", [r.name for r in runs], default=[r.name for r in runs[:3]], key="compare"
-    )
-    frames = []
-    for r in runs:
-        if r.name in chosen:
-            _, ev = jobs.metrics(r.path)
-            frames += [{"run": r.name, "step": e["step"], "eval_mean": e["eval_mean"]} for e in ev]
-    if frames:
-        st.altair_chart(
-            alt.Chart(pd.DataFrame(frames))
-            .mark_line(point=True)
-            .encode(
-                x=alt.X("step:Q", title="env steps"),
-                y=alt.Y("eval_mean:Q", title="eval return"),
-                color="run:N",
-                tooltip=["run", "step", "eval_mean"],
-            )
-            .properties(height=320),
-            width="stretch",
-        )
+    st.download_button("Download as CSV", table.to_csv(index=False), "runs.csv", "text/csv", key="runs-csv")
+    hyperparameter_view(runs)
+    zoo_yaml_download(runs)
     delete_run_form(runs)
 
 
