@@ -39,6 +39,7 @@ bench: install $(NODE_MODULES)
 	$(PY) benches/onnx_policies.py --quick
 	$(PY) benches/batched_ppo.py --quick --envs 1,64,1024
 	$(PY) benches/update_floor.py --rounds 1
+	$(PY) benches/watch_render.py --rounds 1
 
 peers: install
 	$(PY) -m pip install -q stable-baselines3 $(TORCH)

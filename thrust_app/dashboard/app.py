@@ -3,7 +3,7 @@
 Tabs: New run (choose env, algorithm, device and hyperparameters), Training (live progress and
 charts of the selected run, Stop and Resume), Runs (overview and delete), Compare (groups of seeds
 with IQM, bootstrap intervals and probability of improvement), Export & play (ONNX bundle,
-parity figures, a link to the browser player), Watch (an episode of a trained policy, animated).
+parity figures, a link to the browser player), Watch (an episode of a trained policy as a video).
 Training happens in `thrust train` processes (see jobs.py), so nothing here can kill or corrupt a run.
 """
 
@@ -648,21 +648,24 @@ def watch_tab(runs: list[jobs.RunInfo]) -> None:
         return
     info = pick_run("Policy", watchable, key="watch-run")
     seed = st.number_input("Episode seed", min_value=0, value=0, step=1, key="watch-seed")
+    video_format = st.radio("Video", ["mp4", "webm"], horizontal=True, key="watch-format")
     if st.button("Render episode", key="watch"):
-        with st.spinner("Playing…"):
+        with st.spinner("Playing and encoding…"):
             env_id, act = run_policy(info.path)
-            recording = record_episode(act, env_id, int(seed))
+            recording = record_episode(act, env_id, int(seed), video_format)
             st.session_state.recording = (info.name, int(seed), recording)
     saved = st.session_state.get("recording")
     if saved and saved[0] == info.name:
         _, seed_used, rec = saved
         st.caption(
-            f"seed {seed_used}: return {rec.episode_return:.3g} in {rec.steps} steps"
-            f"{' (first 400 frames shown)' if rec.steps + 1 > len(rec.frames) else ''}"
+            f"seed {seed_used}: return {rec.episode_return:.3g} in {rec.steps} steps "
+            f"(played and encoded in {rec.seconds:.1f} s)"
         )
-        st.image(rec.gif(), caption="animated episode")
-        frame = st.slider("Frame", 0, len(rec.frames) - 1, 0, key="watch-frame")
-        st.image(rec.frames[frame], caption=f"frame {frame}")
+        st.video(rec.video, format=rec.mime)
+        extension = "mp4" if rec.mime == "video/mp4" else "webm"
+        st.download_button(
+            f"Save as {extension}", rec.video, f"{info.name}-seed{seed_used}.{extension}", rec.mime, key="watch-save"
+        )
 
 
 # -- page -----------------------------------------------------------------------------------------

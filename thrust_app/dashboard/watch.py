@@ -1,8 +1,12 @@
-"""Frames of one episode of a trained policy, for the dashboard's "Watch" tab (all four Thrust envs)."""
+"""One episode of a trained policy as a video (mp4 or webm), for the dashboard's Watch tab and
+`benches/watch_render.py`. Frames go straight to ffmpeg (imageio-ffmpeg's bundled binary) as the
+episode plays, so an episode of any length costs no memory for its frames."""
 
 from __future__ import annotations
 
-import io
+import tempfile
+import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -10,39 +14,60 @@ import numpy as np
 
 from ..envs import make_env
 
+#: Container -> (ffmpeg codec, extra output options, MIME type). x264 "ultrafast" and VP9 "realtime"
+#: trade file size for speed: these are short clips of flat-coloured frames.
+FORMATS = {
+    "mp4": ("libx264", ["-preset", "ultrafast"], "video/mp4"),
+    "webm": ("libvpx-vp9", ["-deadline", "realtime", "-cpu-used", "8"], "video/webm"),
+}
+
 
 @dataclass
 class Recording:
-    frames: list[np.ndarray]
+    video: bytes
+    mime: str
     episode_return: float
     steps: int
-
-    def gif(self, fps: int = 20) -> bytes:
-        """The frames as a looping animated GIF."""
-        from PIL import Image
-
-        images = [Image.fromarray(f) for f in self.frames]
-        buffer = io.BytesIO()
-        images[0].save(buffer, format="GIF", save_all=True, append_images=images[1:], duration=int(1000 / fps), loop=0)
-        return buffer.getvalue()
+    seconds: float  #: wall time to play, render and encode the episode
 
 
-def record_episode(act, env_id: str, seed: int, max_frames: int = 400) -> Recording:
-    """Play one deterministic episode with `act` (batch of obs -> batch of actions), keeping every frame."""
+def record_episode(
+    act: Callable[[np.ndarray], np.ndarray], env_id: str, seed: int, video_format: str = "mp4", fps: int | None = None
+) -> Recording:
+    """Play one deterministic episode with `act` (batch of obs -> batch of actions), encoding every frame."""
+    import imageio_ffmpeg
+
+    codec, options, mime = FORMATS[video_format]
+    started = time.perf_counter()
     env = make_env(env_id, render_mode="rgb_array")
+    fps = fps or env.metadata.get("render_fps", 30)
     obs, _ = env.reset(seed=seed)
-    frames = [env.render()]
-    total, steps, done = 0.0, 0, False
-    while not done:
-        action = np.asarray(act(obs[None].astype(np.float32)))[0]
-        obs, reward, terminated, truncated, _ = env.step(action if action.ndim else action.item())
-        total += float(reward)
-        steps += 1
-        done = terminated or truncated
-        if len(frames) < max_frames:
-            frames.append(env.render())
-    env.close()
-    return Recording(frames, total, steps)
+    frame = env.render()
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / f"episode.{video_format}"
+        writer = imageio_ffmpeg.write_frames(
+            str(path),
+            (frame.shape[1], frame.shape[0]),
+            fps=fps,
+            codec=codec,
+            macro_block_size=2,
+            output_params=options,
+            ffmpeg_log_level="error",
+        )
+        writer.send(None)  # start ffmpeg
+        writer.send(frame)
+        total, steps, done = 0.0, 0, False
+        while not done:
+            action = np.asarray(act(obs[None].astype(np.float32)))[0]
+            obs, reward, terminated, truncated, _ = env.step(action if action.ndim else action.item())
+            total += float(reward)
+            steps += 1
+            done = terminated or truncated
+            writer.send(env.render())
+        writer.close()
+        env.close()
+        video = path.read_bytes()
+    return Recording(video, mime, total, steps, time.perf_counter() - started)
 
 
 def run_policy(run_dir: Path):

@@ -33,20 +33,28 @@ def _rect(frame: np.ndarray, x0: float, y0: float, x1: float, y1: float, color: 
     frame[max(ya, 0) : min(yb, h), max(xa, 0) : min(xb, w)] = color
 
 
-def _disc(frame: np.ndarray, cx: float, cy: float, r: float, color: tuple[int, int, int]) -> None:
+def _window(frame: np.ndarray, x0: float, y0: float, x1: float, y1: float, margin: float):
+    """The frame's pixels in a shape's bounding box (plus `margin`), and their coordinates: a shape's
+    arithmetic then covers its box, not the whole frame."""
     h, w, _ = frame.shape
-    ys, xs = np.ogrid[:h, :w]
-    frame[(xs - cx) ** 2 + (ys - cy) ** 2 <= r * r] = color
+    xa, xb = max(math.floor(min(x0, x1) - margin), 0), min(math.ceil(max(x0, x1) + margin) + 1, w)
+    ya, yb = max(math.floor(min(y0, y1) - margin), 0), min(math.ceil(max(y0, y1) + margin) + 1, h)
+    ys, xs = np.ogrid[ya:yb, xa:xb]
+    return frame[ya:yb, xa:xb], xs, ys
+
+
+def _disc(frame: np.ndarray, cx: float, cy: float, r: float, color: tuple[int, int, int]) -> None:
+    window, xs, ys = _window(frame, cx, cy, cx, cy, r)
+    window[(xs - cx) ** 2 + (ys - cy) ** 2 <= r * r] = color
 
 
 def _segment(frame: np.ndarray, x0: float, y0: float, x1: float, y1: float, width: float, color: tuple[int, int, int]) -> None:
-    h, w, _ = frame.shape
-    ys, xs = np.ogrid[:h, :w]
+    window, xs, ys = _window(frame, x0, y0, x1, y1, width / 2)
     dx, dy = x1 - x0, y1 - y0
     length2 = dx * dx + dy * dy or 1.0
-    t = np.clip(((xs - x0) * dx + (ys - y0) * dy) / length2, 0.0, 1.0)
+    t = np.clip(((xs - x0) * dx + (ys - y0) * dy) / length2, 0.0, 1.0)  # the nearest point of the segment
     dist2 = (xs - (x0 + t * dx)) ** 2 + (ys - (y0 + t * dy)) ** 2
-    frame[dist2 <= (width / 2) ** 2] = color
+    window[dist2 <= (width / 2) ** 2] = color
 
 
 def render_cartpole(state: dict[str, Any], width: int = 600, height: int = 400) -> np.ndarray:
