@@ -59,6 +59,7 @@ def _cmd_train(args: argparse.Namespace) -> int:
             stop_at_return=args.stop_at_return,
             overrides=args.set,
             env_backend=args.env_backend,
+            tensorboard=args.tensorboard,
             progress=not args.quiet,
         )
     _print_summary(summary)
@@ -179,6 +180,16 @@ def _cmd_compare(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_tb_export(args: argparse.Namespace) -> int:
+    from .compare import find_runs
+    from .tensorboard_log import export_run
+
+    for run in find_runs(args.runs):
+        print(f"thrust: {export_run(run)}")
+    print(f"thrust: view them with `tensorboard --logdir {args.runs[0]}`")
+    return 0
+
+
 def _cmd_web(args: argparse.Namespace) -> int:
     from .web.server import PlayerServer, ensure_node_modules
 
@@ -268,6 +279,7 @@ def add_train_command(subcommands: argparse._SubParsersAction) -> None:
     )
     train.add_argument("--resume", metavar="RUN_DIR", help="continue a run from its last checkpoint")
     train.add_argument("--quiet", action="store_true", help="no progress bar")
+    train.add_argument("--tensorboard", action="store_true", help="also log to RUN/tb for `tensorboard --logdir runs`")
     train.set_defaults(func=_cmd_train)
 
 
@@ -317,6 +329,10 @@ def build_parser() -> argparse.ArgumentParser:
     ex.set_defaults(func=_cmd_export)
 
     add_compare_command(sub)
+
+    tb = sub.add_parser("tb-export", help="write runs' records as TensorBoard events (RUN/tb)")
+    tb.add_argument("runs", nargs="+", help="run folders, or folders of runs such as runs/")
+    tb.set_defaults(func=_cmd_tb_export)
 
     app = sub.add_parser("app", help="start the training dashboard (Streamlit) on 127.0.0.1")
     app.add_argument("--port", type=int, default=8501)

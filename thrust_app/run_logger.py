@@ -56,7 +56,8 @@ class RunLogger:
         self.spec = spec
         self.threshold = threshold
         self.progress = progress
-        self.on_record = on_record
+        #: Who receives every record and the summary: the caller's listener, TensorBoard, ...
+        self.listeners: list[RecordListener] = [on_record] if on_record else []
         self.clock = RunClock()
         self.last_eval: EvalResult | None = None
         self.last_eval_step: int | None = None
@@ -92,8 +93,8 @@ class RunLogger:
     # -- records -----------------------------------------------------------------------------------
     def write(self, record: dict[str, Any]) -> None:
         append_jsonl(self.metrics_path, record)
-        if self.on_record:
-            self.on_record(record)
+        for listener in self.listeners:
+            listener(record)
 
     def add_iteration(self, iteration: Iteration) -> None:
         """Keep an iteration's episodes and losses for the next train record; advance the progress bar."""
@@ -205,6 +206,6 @@ class RunLogger:
             "thrust_version": __version__,
             "torch_version": torch.__version__,
         }
-        if self.on_record:
-            self.on_record({"kind": "summary", **summary})
+        for listener in self.listeners:
+            listener({"kind": "summary", **summary})
         return summary

@@ -43,6 +43,8 @@ class RunSpec:
     torch_threads: int = 1
     #: Where Thrust's array-batched envs live: numpy on the host, or torch tensors on the training device.
     env_backend: str = "numpy"
+    #: Also write the records as TensorBoard scalars under RUN/tb (thrust_app/tensorboard_log.py).
+    tensorboard: bool = False
     #: The algorithm's whole config (preset and overrides applied).
     config: dict[str, Any] = dataclasses.field(default_factory=dict)
     #: The values the user set that differ from the preset's (what `command` repeats).
@@ -53,6 +55,8 @@ class RunSpec:
         words = ["thrust", "train", self.algo, self.env, "--timesteps", str(self.timesteps), "--seed", str(self.seed)]
         if self.stop_at_return is not None:
             words += ["--stop-at-return", str(self.stop_at_return)]
+        if self.tensorboard:
+            words += ["--tensorboard"]
         for key, value in self.overrides.items():
             text = ",".join(map(str, value)) if isinstance(value, (tuple, list)) else str(value)
             words += ["--set", f"{key}={text}"]
@@ -102,6 +106,7 @@ def make_spec(
     checkpoint_every: int | None = None,
     torch_threads: int = 1,
     env_backend: str = "numpy",
+    tensorboard: bool = False,
 ) -> RunSpec:
     """Check every choice and fill in presets; any bad value raises a clear error before work starts."""
     algo_cls = get_algo(algo)
@@ -135,6 +140,7 @@ def make_spec(
         checkpoint_every=checkpoint_every if checkpoint_every is not None else max(10_000, timesteps // 10),
         torch_threads=torch_threads,
         env_backend=env_backend,
+        tensorboard=tensorboard,
         config=config,
         overrides=user,
     )

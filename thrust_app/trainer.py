@@ -93,6 +93,10 @@ class Trainer:
         self.obs = self.env_io.reset(self.env)
         threshold = spec.stop_at_return if spec.stop_at_return is not None else solve_threshold(spec.env)
         self.logger = RunLogger(run_dir, spec, threshold, progress, on_record)
+        if spec.tensorboard:
+            from .tensorboard_log import TensorBoardSink
+
+            self.logger.listeners.append(TensorBoardSink(run_dir))
         self.checkpointer = Checkpointer(run_dir)
         #: The status the run ends with once a stop was asked for: "stopped", or after a signal
         #: "interrupted" (SIGINT) / "terminated" (SIGTERM).
@@ -240,6 +244,7 @@ def train(
     checkpoint_every: int | None = None,
     torch_threads: int = 1,
     env_backend: str = "numpy",
+    tensorboard: bool = False,
     progress: bool = True,
     on_record: RecordListener | None = None,
     on_iteration: IterationHook | None = None,
@@ -259,6 +264,7 @@ def train(
         checkpoint_every,
         torch_threads,
         env_backend,
+        tensorboard,
     )
     torch_device = resolve_device(device, torch_threads)
     run_dir = claim_run_dir(spec, run_dir, runs_root)
