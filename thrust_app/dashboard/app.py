@@ -364,7 +364,9 @@ def live_panel(info_name: str) -> None:
     p = jobs.progress(info)
     eta = f" · ETA {p['eta_s']:.0f} s" if p["eta_s"] is not None else ""
     sps = f" · {p['sps']:,.0f} steps/s" if p["sps"] else ""
-    st.progress(p["fraction"], text=f"{info.status}: step {p['step']:,} of {p['target']:,}{sps}{eta}")
+    # the last iteration may end past the budget: then say "budget", not "of"
+    of = f"of {p['target']:,}" if p["step"] <= p["target"] else f"(budget {p['target']:,})"
+    st.progress(min(p["fraction"], 1.0), text=f"{info.status}: step {p['step']:,} {of}{sps}{eta}")
     s = info.summary or {}
     train, evals = jobs.metrics(info.path)
     cols = st.columns(4)
