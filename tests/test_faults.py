@@ -239,7 +239,7 @@ def test_garbage_checkpoints_never_suggest_unpickling(tmp_path, capsys):
     run = tmp_path / "run"
     train("ppo", "bandit", timesteps=256, run_dir=run, device="cpu", eval_episodes=1, **QUIET)
     (run / LAST_CHECKPOINT).write_bytes(b"\x80\x04garbage" * 100)
-    code, err = cli(capsys, "train", "--resume", str(run), "--quiet")
+    code, err = cli(capsys, "train", "--resume", str(run), "--timesteps", "512", "--quiet")
     assert code == 2 and "weights_only" not in err and "not a readable Thrust checkpoint" in err
 
 

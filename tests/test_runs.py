@@ -21,14 +21,14 @@ def test_bad_checkpoints_are_refused_without_running_their_code(tmp_path):
     data = ckpt.read_bytes()
     ckpt.write_bytes(data[: len(data) // 2])
     with pytest.raises(CheckpointError, match="not a readable Thrust checkpoint"):
-        resume(run, **QUIET)
+        resume(run, timesteps=512, **QUIET)  # on past its budget: the checkpoint must be read
     torch.save({"weights": torch.zeros(2)}, ckpt)
     with pytest.raises(CheckpointError, match="not a Thrust checkpoint"):
-        resume(run, **QUIET)
+        resume(run, timesteps=512, **QUIET)  # on past its budget: the checkpoint must be read
     marker = tmp_path / "pwned"
     ckpt.write_bytes(pickle.dumps(Exploit(str(marker))))
     with pytest.raises(CheckpointError):
-        resume(run, **QUIET)
+        resume(run, timesteps=512, **QUIET)  # on past its budget: the checkpoint must be read
     assert not marker.exists()
     with pytest.raises(RunDirError, match="not a Thrust run folder"):
         resume(tmp_path / "nowhere", **QUIET)

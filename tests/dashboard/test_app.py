@@ -253,3 +253,18 @@ def test_compare_shows_groups_of_seeds_with_intervals(dirs):
     at.multiselect(key="compare-group-by").set_value(["seed"]).run()
     groups = next(frame.value for frame in at.dataframe if "IQM" in frame.value.columns)
     assert sorted(groups["group"]) == ["seed=0", "seed=1"]
+
+
+def test_tags_are_kept_in_the_run_and_found_by_the_filter(dirs):
+    from thrust_app.trainer import train
+
+    for name in ("tagged", "other"):
+        train(
+            "ppo", "bandit", timesteps=256, run_dir=dirs / "runs" / name, eval_episodes=1, progress=False, log=lambda _: None
+        )
+    jobs.write_notes(dirs / "runs" / "tagged", ["baseline", "lr-sweep"], "the first try")
+    at = new_app()
+    at.text_input(key="runs-filter").set_value("lr-sweep").run()
+    table = next(frame.value for frame in at.dataframe if "tags" in frame.value.columns)
+    assert list(table["run"]) == ["tagged"] and table["tags"].iloc[0] == "baseline, lr-sweep"
+    assert jobs.read_notes(dirs / "runs" / "tagged")["text"] == "the first try"

@@ -347,6 +347,18 @@ def metric_panels(losses: pd.DataFrame) -> alt.FacetChart:
     )
 
 
+def notes_form(info: jobs.RunInfo) -> None:
+    """Tags and a note for the run, kept in its folder (the Runs filter finds runs by tag)."""
+    saved = jobs.read_notes(info.path)
+    with st.expander(f"Tags and notes{': ' + ', '.join(saved['tags']) if saved['tags'] else ''}"):
+        with st.form(f"notes-{info.name}"):
+            tags = st.text_input("Tags (comma separated)", ", ".join(saved["tags"]), key=f"tags-{info.name}")
+            text = st.text_area("Notes", saved["text"], key=f"note-{info.name}")
+            if st.form_submit_button("Save"):
+                jobs.write_notes(info.path, [tag.strip() for tag in tags.split(",") if tag.strip()], text)
+                st.toast(f"Saved the notes of {info.name}")
+
+
 def panel_controls() -> None:
     """Smoothing, log scale and x axis of the metric panels (TensorBoard's controls)."""
     columns = st.columns(3)
@@ -412,6 +424,7 @@ def training_tab() -> None:
     if cols[1].button("Resume", key="resume", disabled=not can_resume, help="continue from the last checkpoint"):
         jobs.resume_run(info.path)
         st.toast(f"Resuming {info.name}…")
+    notes_form(info)
     panel_controls()
     live_panel(info.name)
 
@@ -495,6 +508,7 @@ def runs_tab() -> None:
         [
             {
                 "run": r.name,
+                "tags": ", ".join(jobs.read_notes(r.path)["tags"]),
                 "algo": r.config.get("algo"),
                 "env": r.config.get("env"),
                 "status": r.status,
@@ -518,6 +532,7 @@ def runs_tab() -> None:
 
 
 # -- Compare --------------------------------------------------------------------------------------
+@st.fragment(run_every=2 * REFRESH_S)
 def compare_tab() -> None:
     """Groups of seeds side by side: eval curves on one chart, and per group the mean and IQM with 95%
     bootstrap intervals and the probability of improvement between groups (thrust_app/compare.py)."""

@@ -182,6 +182,20 @@ def delete_run(path: Path) -> None:
     shutil.rmtree(path)
 
 
+#: The user's tags and note of a run (written by the dashboard only; the trainer never touches it).
+NOTES_FILE = "notes.json"
+
+
+def read_notes(path: Path) -> dict[str, Any]:
+    """{"tags": [...], "text": "..."} of a run; empty when it has none."""
+    notes = read_json(path / NOTES_FILE) if (path / NOTES_FILE).is_file() else {}
+    return {"tags": list(notes.get("tags", [])), "text": str(notes.get("text", ""))}
+
+
+def write_notes(path: Path, tags: list[str], text: str) -> None:
+    atomic_write_json(path / NOTES_FILE, {"tags": tags, "text": text})
+
+
 def read_log_tail(path: Path, lines: int = 20) -> str:
     log = path / LOG_FILE
     return "\n".join(log.read_text(errors="replace").splitlines()[-lines:]) if log.exists() else ""
