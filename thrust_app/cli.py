@@ -247,6 +247,17 @@ def _cmd_app(args: argparse.Namespace) -> int:
         return 0
 
 
+def _whole_number(text: str) -> int:
+    """100000, 1e5 and 1_000_000 alike (argparse's int refuses the last two)."""
+    try:
+        number = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not number.is_integer():
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number")
+    return int(number)
+
+
 def add_train_command(subcommands: argparse._SubParsersAction) -> None:
     """`thrust train ALGO ENV [options]` and `thrust train --resume RUN_DIR`."""
     train = subcommands.add_parser(
@@ -257,11 +268,11 @@ def add_train_command(subcommands: argparse._SubParsersAction) -> None:
     )
     train.add_argument("algo", nargs="?", help="a2c, ppo, dqn or sac")
     train.add_argument("env", nargs="?", help="bandit, cartpole, pendulum, snake, a thrust/... id, or a gymnasium id")
-    train.add_argument("--timesteps", type=int, help="env steps to train (default: the preset's)")
+    train.add_argument("--timesteps", type=_whole_number, help="env steps to train (default: the preset's)")
     train.add_argument("--seed", type=int, default=0)
     train.add_argument("--device", default="auto", help="auto (CUDA when present), cpu or cuda")
     train.add_argument("--run-dir", help="run folder (default: runs/<algo>-<env>-s<seed>-<time>)")
-    train.add_argument("--eval-every", type=int, help="env steps between evaluations (default: timesteps/20)")
+    train.add_argument("--eval-every", type=_whole_number, help="env steps between evaluations (default: timesteps/20)")
     train.add_argument("--eval-episodes", type=int, default=10, help="deterministic episodes per evaluation")
     train.add_argument("--stop-at-return", type=float, help="stop once an evaluation's mean return reaches this")
     train.add_argument(
