@@ -332,3 +332,27 @@ def test_sigterm_to_the_dashboard_stops_its_streamlit_too(tmp_path):
         wait_for(lambda: not serving(), 30)
     finally:
         os.killpg(app.pid, signal.SIGKILL) if app.poll() is None else None
+
+
+def test_buffers_and_activations_larger_than_memory_are_refused_up_front(tmp_path, capsys):
+    code, err = cli(
+        capsys,
+        "train",
+        "ppo",
+        "cartpole",
+        "--set",
+        "n_envs=1e8",
+        "--set",
+        "n_steps=1",
+        "--timesteps",
+        "1e9",
+        "--run-dir",
+        str(tmp_path / "r"),
+    )
+    assert code == 2 and "GiB" in err and "lower n_steps or n_envs" in err and not (tmp_path / "r").exists()
+
+
+def test_debug_anywhere_on_the_line_adds_the_traceback(capsys):
+    code, err = cli(capsys, "train", "ppo", "cartpole", "--set", "no_such_key=1", "--debug")
+    assert code == 2 and "Traceback" in err
+    assert "thrust: error: unknown ppo config key 'no_such_key'" in err

@@ -360,22 +360,28 @@ class UsageError(ValueError):
     """The command line itself is wrong."""
 
 
+def error_line(err: Exception) -> tuple[str, int]:
+    """The one line an error is reported as, and the exit code: 2 for bad input, 1 for the rest."""
+    if isinstance(err, ValueError):  # every Thrust input error is a ValueError subclass with a full sentence
+        return str(err), 2
+    if isinstance(err, OSError):  # disk full, permissions, a file that vanished: name the file and the cause
+        where = f" ({err.filename})" if err.filename else ""
+        return f"{err.strerror or err}{where}; earlier files in the run folder are intact", 1
+    return f"unexpected {type(err).__name__}: {err}", 1
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run one command; any error is one line on stderr (the traceback too with --debug or THRUST_DEBUG=1)."""
-    args = build_parser().parse_args(argv)
-    debug = args.debug or os.environ.get("THRUST_DEBUG") == "1"
+    argv = list(sys.argv[1:] if argv is None else argv)
+    debug = "--debug" in argv or os.environ.get("THRUST_DEBUG") == "1"  # anywhere on the line
+    args = build_parser().parse_args([word for word in argv if word != "--debug"])
     try:
         return args.func(args)
-    except ValueError as err:  # every Thrust input error is a ValueError subclass with a full sentence
-        message, code = str(err), 2
-    except OSError as err:  # disk full, permissions, a file that vanished: name the file and the cause
-        where = f" ({err.filename})" if err.filename else ""
-        message, code = f"{err.strerror or err}{where}; earlier files in the run folder are intact", 1
     except Exception as err:
-        message, code = f"unexpected {type(err).__name__}: {err}", 1
-    if debug:
-        traceback.print_exc()
-    else:
-        message += " (run with --debug for the traceback)" if code == 1 else ""
+        message, code = error_line(err)
+        if debug:
+            traceback.print_exception(err)
+        elif code == 1:
+            message += " (run with --debug for the traceback)"
     print(f"thrust: error: {message}", file=sys.stderr)
     return code

@@ -49,8 +49,11 @@ class OnPolicyConfig(AlgoConfig):
                 f"one rollout is n_steps x n_envs = {rollout:,} steps, more than the whole budget of "
                 f"{timesteps:,}; lower n_steps or n_envs, or raise --timesteps"
             )
-        # per step: observation, action, log-prob, value, reward, ends, returns (float32), kept twice over
-        check_memory(rollout * (obs_size + 8) * 4 * 2, f"a rollout of {rollout:,} steps", "lower n_steps or n_envs")
+        # per step: observation, action, log-prob, value, reward, ends, returns (float32), kept twice over;
+        # and the towers' activations for as many rows at once (A2C's update takes the whole rollout)
+        storage = rollout * (obs_size + 8) * 4 * 2
+        activations = rollout * 2 * sum(self.hidden) * 4 * 4
+        check_memory(storage + activations, f"a rollout of {rollout:,} steps", "lower n_steps or n_envs")
 
 
 class OnPolicyAlgorithm(Algorithm):
