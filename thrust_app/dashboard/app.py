@@ -12,6 +12,7 @@ from __future__ import annotations
 import dataclasses
 import os
 from pathlib import Path
+from typing import Any
 
 import altair as alt
 import pandas as pd
@@ -104,30 +105,39 @@ def reset_form_values() -> None:
         del st.session_state[key]
 
 
+def read_hyperparameters(algo: str, env_name: str, errors: dict[str, str]) -> dict[str, Any]:
+    """Every hyperparameter field of the form, parsed and checked; a bad one's message goes to `errors`."""
+    base = apply_overrides(ALGOS[algo].Config(), shown_preset(algo, env_name).config)
+    values = {}
+    for f in dataclasses.fields(base):
+        raw = st.session_state.get(hp_key(algo, f.name), fmt_value(getattr(base, f.name)))
+        try:
+            values[f.name] = getattr(apply_overrides(base, {f.name: raw}, algo), f.name)
+        except ConfigError as err:
+            errors[f.name] = str(err)
+    return values
+
+
+def read_whole_numbers(minimums: dict[str, int], errors: dict[str, str]) -> dict[str, int]:
+    """The form's `new-<name>` fields as whole numbers of at least their minimum; bad ones go to `errors`."""
+    numbers = {}
+    for name, minimum in minimums.items():
+        raw = str(st.session_state.get(f"new-{name}", "")).strip()
+        try:
+            numbers[name] = int(float(raw))
+            if numbers[name] < minimum or not float(raw).is_integer():
+                raise ValueError
+        except ValueError:
+            errors[name] = f"{name} must be a whole number >= {minimum}, got {raw!r}"
+    return numbers
+
+
 def submit_new_run(env_name: str, algo: str) -> None:
     """Form callback: validate every field on its own, start the run only if all are valid. Every field's
     value is sent (the trainer keeps, as the run's overrides, those that differ from the preset)."""
     errors: dict[str, str] = {}
-    algo_cls = ALGOS[algo]
-    base = apply_overrides(algo_cls.Config(), shown_preset(algo, env_name).config)
-    overrides = {}
-    for f in dataclasses.fields(base):
-        raw = st.session_state.get(hp_key(algo, f.name), fmt_value(getattr(base, f.name)))
-        try:
-            value = getattr(apply_overrides(base, {f.name: raw}, algo), f.name)
-        except ConfigError as err:
-            errors[f.name] = str(err)
-            continue
-        overrides[f.name] = value
-    numbers = {}
-    for field, minimum in (("timesteps", 1), ("seed", 0), ("seeds", 1)):
-        raw = str(st.session_state.get(f"new-{field}", "")).strip()
-        try:
-            numbers[field] = int(float(raw))
-            if numbers[field] < minimum or not float(raw).is_integer():
-                raise ValueError
-        except ValueError:
-            errors[field] = f"{field} must be a whole number >= {minimum}, got {raw!r}"
+    overrides = read_hyperparameters(algo, env_name, errors)
+    numbers = read_whole_numbers({"timesteps": 1, "seed": 0, "seeds": 1}, errors)
     st.session_state.form_errors = errors
     if errors:
         st.session_state.flash = ("error", f"Fix the {len(errors)} field(s) marked below; nothing was started.")
