@@ -180,6 +180,29 @@ def _cmd_compare(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_sweep(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from .compare import compare, format_table
+    from .sweep import best_trial, run_worker, sweep, trial_states
+
+    if args.worker:
+        run_worker(Path(args.worker))
+        return 0
+    if bool(args.file) == bool(args.resume):
+        raise UsageError("thrust sweep needs a sweep file (thrust sweep SWEEP.yaml) or --resume runs/<sweep>")
+    folder = sweep(args.file, resume_folder=args.resume, runs_root=args.runs_root, workers=args.workers)
+    states = ", ".join(f"{count} {state}" for state, count in trial_states(folder).items())
+    print(f"thrust: trials: {states}")
+    best = best_trial(folder)
+    if best:
+        print(f"thrust: best trial {best['trial']}: score {best['score']:.4g} with {best['params']}")
+        table, pairs, _ = compare([folder], reps=1000)
+        pairs = {pair: value for pair, value in pairs.items() if len(table) <= 4}  # a few groups: all pairs
+        print(format_table(table, pairs))
+    return 0
+
+
 def _cmd_tb_export(args: argparse.Namespace) -> int:
     from .compare import find_runs
     from .tensorboard_log import export_run
@@ -340,6 +363,18 @@ def build_parser() -> argparse.ArgumentParser:
     ex.set_defaults(func=_cmd_export)
 
     add_compare_command(sub)
+
+    sw = sub.add_parser(
+        "sweep",
+        help="many runs: an Optuna search (and seeds) over a config, in parallel processes",
+        description="Run the sweep a YAML file describes (examples/sweeps/), or continue one.",
+    )
+    sw.add_argument("file", nargs="?", help="the sweep file")
+    sw.add_argument("--resume", metavar="SWEEP_DIR", help="continue a sweep: finished trials kept, running ones resumed")
+    sw.add_argument("--workers", type=int, help="worker processes (default: the file's, else one per core)")
+    sw.add_argument("--runs-root", default="runs", help="where the sweep's folder goes (default runs/)")
+    sw.add_argument("--worker", help=argparse.SUPPRESS)  # internal: one worker process of a sweep
+    sw.set_defaults(func=_cmd_sweep)
 
     tb = sub.add_parser("tb-export", help="write runs' records as TensorBoard events (RUN/tb)")
     tb.add_argument("runs", nargs="+", help="run folders, or folders of runs such as runs/")

@@ -64,6 +64,9 @@ class RunInfo:
 
     @property
     def name(self) -> str:
+        """The folder's name; a sweep's trial is named with its sweep (`<sweep>-trial-0003-s1`)."""
+        if (self.path.parent / "sweep.json").exists():
+            return f"{self.path.parent.name}-{self.path.name}"
         return self.path.name
 
     @property
@@ -98,11 +101,15 @@ def run_status(path: Path) -> str:
 
 
 def list_runs(root: Path | None = None) -> list[RunInfo]:
+    """Every run under the runs folder, sweeps' trials included, newest first."""
     root = root or runs_root()
     if not root.is_dir():
         return []
     infos = []
-    folders = [p for p in root.iterdir() if (p / "config.json").is_file() or (p / LAUNCH_FILE).is_file()]
+    is_run = lambda p: (p / "config.json").is_file() or (p / LAUNCH_FILE).is_file()  # noqa: E731
+    folders = [p for p in root.iterdir() if is_run(p)]
+    for sweep in (p for p in root.iterdir() if (p / "sweep.json").is_file()):  # `thrust sweep` trials, one level down
+        folders += [p for p in sweep.iterdir() if is_run(p)]
     for path in sorted(folders, key=lambda p: p.stat().st_mtime, reverse=True):
         summary = read_json(path / "summary.json") if (path / "summary.json").is_file() else None
         config_file = path / "config.json" if (path / "config.json").is_file() else path / LAUNCH_FILE
