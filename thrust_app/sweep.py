@@ -128,7 +128,7 @@ def open_study(folder: Path, spec: SweepSpec, worker: int = 0) -> Any:
     from optuna.storages import JournalStorage
     from optuna.storages.journal import JournalFileBackend
 
-    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    optuna.logging.set_verbosity(optuna.logging.ERROR)  # a failed trial is reported by `objective`, in one line
     seed = spec.seed + 1000 * worker  # each worker samples its own stream
     samplers = {
         "tpe": lambda: optuna.samplers.TPESampler(seed=seed),
@@ -151,8 +151,9 @@ def open_study(folder: Path, spec: SweepSpec, worker: int = 0) -> Any:
     )
 
 
-def objective(trial: Any, folder: Path, spec: SweepSpec) -> float:
-    """Train the trial's settings on every seed (resuming folders a killed sweep left); its score."""
+def objective(trial: Any, folder: Path, spec: SweepSpec, interrupted: list[bool]) -> float:
+    """Train the trial's settings on every seed (resuming folders a killed sweep left); its score. A run
+    stopped by a signal marks the trial interrupted (resume continues it) and `interrupted` non-empty."""
     import optuna
 
     from .trainer import resume, train
@@ -186,7 +187,12 @@ def objective(trial: Any, folder: Path, spec: SweepSpec) -> float:
         atomic_write_json(run_dir / "trial.json", {"sweep": spec.name, "trial": number, "params": params})
         if summary["status"] == "pruned":
             raise optuna.TrialPruned()
+        if summary["status"] in ("interrupted", "terminated"):  # Ctrl-C or kill: this worker stops here
+            trial.set_user_attr("interrupted", True)
+            interrupted.append(True)
         if summary["status"] not in ("finished", "solved"):
+            if summary["status"] not in ("interrupted", "terminated"):
+                print(f"thrust: trial {number} failed: {run_dir} ended {summary['status']}", file=sys.stderr)
             raise RuntimeError(f"{run_dir} ended {summary['status']}")
         scores.append(_score(summary, spec))
     return statistics.fmean(scores)
@@ -215,30 +221,46 @@ def _pruning_hook(trial: Any):
 
 
 # -- running it -----------------------------------------------------------------------------------------
-def run_worker(folder: Path) -> None:
-    """One worker process: trials until the sweep has its number of finished or pruned trials."""
+def run_worker(folder: Path, worker: int | None = None) -> None:
+    """One worker: trials until the sweep has its number of finished or pruned trials."""
     import torch
-    from optuna.study import MaxTrialsCallback
     from optuna.trial import TrialState
 
     torch.set_num_threads(1)
     spec = SweepSpec(**read_json(folder / "sweep.json"))
-    worker = int(os.environ.get("THRUST_SWEEP_WORKER", "0"))
+    worker = int(os.environ.get("THRUST_SWEEP_WORKER", "0")) if worker is None else worker
     study = open_study(folder, spec, worker)
-    done = MaxTrialsCallback(spec.trials, states=(TrialState.COMPLETE, TrialState.PRUNED))
-    study.optimize(lambda trial: objective(trial, folder, spec), callbacks=[done], catch=(RuntimeError,))
+    interrupted: list[bool] = []
+    # One trial at a time, counting before each: a sweep resumed once complete runs none.
+    while (
+        not interrupted
+        and len(study.get_trials(deepcopy=False, states=(TrialState.COMPLETE, TrialState.PRUNED))) < spec.trials
+    ):
+        study.optimize(lambda trial: objective(trial, folder, spec, interrupted), n_trials=1, catch=(RuntimeError,))
 
 
 def requeue_interrupted(folder: Path, spec: SweepSpec) -> int:
-    """Trials a killed sweep left running: marked failed, and queued again under their own folders."""
+    """Trials a killed sweep left running, or a stopped one interrupted: queued again under their own
+    folders (a killed one is first marked failed)."""
     from optuna.trial import TrialState
 
     study = open_study(folder, spec)
-    stale = [trial for trial in study.get_trials(deepcopy=False) if trial.state == TrialState.RUNNING]
-    for trial in stale:
-        study._storage.set_trial_state_values(trial._trial_id, TrialState.FAIL)
-        study.enqueue_trial(trial.params, user_attrs={"continues": trial.user_attrs.get("continues", trial.number)})
-    return len(stale)
+    handled: set[int] = set()  # trial folders that are done, or already queued to continue
+    unfinished: dict[int, list[Any]] = {}
+    for trial in study.get_trials(deepcopy=False):
+        key = trial.user_attrs.get("continues", trial.number)
+        if trial.state in (TrialState.WAITING, TrialState.COMPLETE, TrialState.PRUNED):
+            handled.add(key)
+        elif trial.state == TrialState.RUNNING or trial.user_attrs.get("interrupted"):
+            unfinished.setdefault(key, []).append(trial)
+    for trials in unfinished.values():
+        for trial in trials:
+            if trial.state == TrialState.RUNNING:
+                study._storage.set_trial_state_values(trial._trial_id, TrialState.FAIL)
+    queued = [key for key in unfinished if key not in handled]
+    for key in queued:
+        study.enqueue_trial(unfinished[key][-1].params, user_attrs={"continues": key})
+    return len(queued)
 
 
 def sweep(
@@ -267,14 +289,16 @@ def sweep(
         f"thrust: sweep {spec.name}: {spec.trials} trials x {spec.seeds} seed(s) of {spec.algo} on {spec.env}, "
         f"{count} worker process(es), folder {folder}"
     )
+    # This process is worker 0 (one torch import fewer); workers 1.. are processes of their own.
     processes = [
         subprocess.Popen(
             [sys.executable, "-m", "thrust_app", "sweep", "--worker", str(folder)],
             env={**os.environ, "THRUST_SWEEP_WORKER": str(index), "OMP_NUM_THREADS": "1"},
         )
-        for index in range(count)
+        for index in range(1, count)
     ]
     try:
+        run_worker(folder, worker=0)
         codes = [process.wait() for process in processes]
     except KeyboardInterrupt:  # the workers got the same Ctrl-C: they checkpoint their runs and stop
         codes = [process.wait() for process in processes]
