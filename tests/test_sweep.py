@@ -126,3 +126,34 @@ def test_the_median_pruner_stops_trials_that_evaluate_worse(tmp_path):
         if json.loads(p.read_text())["status"] == "pruned"
     ]
     assert pruned and all(summary["timesteps"] < 2048 for summary in pruned)
+
+
+def test_ctrl_c_interrupts_trials_that_resume_continues_in_their_folders(tmp_path):
+    path = tmp_path / "ctrlc.yaml"
+    path.write_text(
+        SMALL.format(name="ctrlc", timesteps=40_000)
+        .replace("env: bandit", "env: cartpole")
+        .replace("seeds: 2", "seeds: 1")
+        .replace("pruner: median", "pruner: none")
+    )
+    folder = tmp_path / "runs" / "ctrlc"
+    process = subprocess.Popen(
+        [sys.executable, "-m", "thrust_app", "sweep", str(path), "--runs-root", str(tmp_path / "runs")],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+    deadline = time.time() + 120
+    while time.time() < deadline and not list(folder.glob("trial-*/last.pt")):
+        time.sleep(0.2)
+    os.killpg(process.pid, signal.SIGINT)
+    process.wait(60)
+    statuses = {p.parent.name: json.loads(p.read_text())["status"] for p in folder.glob("trial-*/summary.json")}
+    assert "interrupted" in statuses.values(), statuses
+    before = {p.name for p in folder.glob("trial-*")}
+    sweep(resume_folder=folder, log=lambda _: None)
+    for name, status in statuses.items():  # each interrupted run went on, in its own folder, to its budget
+        summary = json.loads((folder / name / "summary.json").read_text())
+        assert status != "interrupted" or (summary["status"] == "finished" and summary["timesteps"] >= 40_000)
+    assert before <= {p.name for p in folder.glob("trial-*")}
+    assert trial_states(folder).get("complete", 0) >= 4

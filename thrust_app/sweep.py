@@ -168,10 +168,11 @@ def objective(trial: Any, folder: Path, spec: SweepSpec, interrupted: list[bool]
         quiet = {"progress": False, "log": lambda _: None, "on_iteration": hook}
         if (run_dir / "config.json").exists() and not (run_dir / "last.pt").exists():
             shutil.rmtree(run_dir)  # killed before its first checkpoint: nothing to keep, start it again
-        if (run_dir / "last.pt").exists() and not (run_dir / "summary.json").exists():
+        ended = read_json(run_dir / "summary.json") if (run_dir / "summary.json").exists() else {}
+        if ended.get("status") in ("finished", "solved"):
+            summary = ended
+        elif (run_dir / "last.pt").exists():  # killed (no summary), or stopped by a signal: go on from there
             summary = resume(run_dir, **quiet)
-        elif (run_dir / "summary.json").exists() and read_json(run_dir / "summary.json")["status"] == "finished":
-            summary = read_json(run_dir / "summary.json")
         else:
             summary = train(
                 spec.algo,
