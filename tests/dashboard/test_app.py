@@ -5,10 +5,6 @@ from __future__ import annotations
 
 import json
 import os
-import signal
-import socket
-import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -17,7 +13,7 @@ from streamlit.testing.v1 import AppTest
 
 from thrust_app.dashboard import jobs
 from thrust_app.run_lock import is_locked
-from thrust_app.web.browser import CHROMIUM, CHROMIUM_ARGS
+from thrust_app.web.browser import CHROMIUM, dashboard_page
 
 APP = str(Path(__file__).resolve().parents[2] / "thrust_app" / "dashboard" / "app.py")
 SUBMIT = "FormSubmitter:new-run-Start training"
@@ -121,67 +117,20 @@ def test_delete_needs_confirmation(dirs):
     assert jobs.list_runs() == []
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.mark.skipif(
     not os.environ.get("THRUST_REQUIRE_BROWSER") and not CHROMIUM.exists(),
     reason="needs Debian chromium at /usr/bin/chromium (.ci/run installs it)",
 )
 def test_real_browser_starts_a_run_and_sees_a_chart(dirs):
-    from playwright.sync_api import sync_playwright
-
-    port = free_port()
-    server = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "streamlit",
-            "run",
-            APP,
-            "--server.address",
-            "127.0.0.1",
-            "--server.port",
-            str(port),
-            "--server.headless",
-            "true",
-            "--browser.gatherUsageStats",
-            "false",
-        ],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        env={**os.environ},
-        start_new_session=True,
-    )
-    try:
-        with sync_playwright() as p:
-            browser = p.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
-            page = browser.new_page(viewport={"width": 1400, "height": 1000})
-            deadline = time.time() + 60
-            while True:
-                try:
-                    page.goto(f"http://127.0.0.1:{port}/", timeout=5000)
-                    break
-                except Exception:
-                    if time.time() > deadline:
-                        raise
-                    time.sleep(1)
-            page.get_by_text("Start training").wait_for(timeout=60_000)
-            page.get_by_label("Timesteps").fill("20000")
-            page.get_by_text("Start training").click()
-            page.get_by_text("Started a2c on bandit").wait_for(timeout=60_000)
-            page.get_by_role("tab", name="Training").click()
-            page.locator("[data-testid='stVegaLiteChart']").first.wait_for(timeout=90_000)
-            shot = Path(os.environ.get("THRUST_SCREENSHOT_DIR", dirs)) / "dashboard.png"
-            page.screenshot(path=str(shot), full_page=True)
-            assert shot.stat().st_size > 20_000
-            browser.close()
-    finally:
-        os.killpg(server.pid, signal.SIGTERM)
-        server.wait(timeout=30)
+    with dashboard_page() as page:  # THRUST_RUNS_DIR etc. come from the `dirs` fixture
+        page.get_by_label("Timesteps").fill("20000")
+        page.get_by_text("Start training").click()
+        page.get_by_text("Started a2c on bandit").wait_for(timeout=60_000)
+        page.get_by_role("tab", name="Training").click()
+        page.locator("[data-testid='stVegaLiteChart']").first.wait_for(timeout=90_000)
+        shot = Path(os.environ.get("THRUST_SCREENSHOT_DIR", dirs)) / "dashboard.png"
+        page.screenshot(path=str(shot), full_page=True)
+        assert shot.stat().st_size > 20_000
 
 
 def test_the_form_shows_the_preset_the_run_will_use(dirs):
