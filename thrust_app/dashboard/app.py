@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -459,7 +460,8 @@ def hyperparameter_view(runs: list[jobs.RunInfo]) -> None:
     """Which settings gave which return, for the runs of one algo on one env: the settings that vary as a
     table, and as parallel coordinates (each axis scaled to its own range, lines coloured by the return)."""
     finished = [r for r in runs if r.summary and r.summary.get("eval_mean") is not None]
-    families = sorted({(r.config["algo"], r.config["env"]) for r in finished})
+    counts = Counter((r.config["algo"], r.config["env"]) for r in finished)
+    families = sorted(counts, key=lambda family: -counts[family])  # the most-run family first
     if not families:
         return
     st.markdown("**Hyperparameters**")
@@ -531,7 +533,7 @@ def runs_tab() -> None:
             for r in runs
         ]
     )
-    search = st.text_input("Filter", key="runs-filter", placeholder="any part of a name, algo, env or status")
+    search = st.text_input("Filter", key="runs-filter", placeholder="any part of a name, tag, algo, env or status")
     if search:
         table = table[table.astype(str).apply(lambda row: row.str.contains(search, case=False, regex=False)).any(axis=1)]
     st.dataframe(table, hide_index=True, width="stretch")
