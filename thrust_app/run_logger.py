@@ -183,6 +183,13 @@ class RunLogger:
             fields["eval"] = f"{self.last_eval.mean:.3g}"
         return fields
 
+    def close(self) -> None:
+        """Close the listeners that hold files (TensorBoard's writer)."""
+        for listener in self.listeners:
+            close = getattr(listener, "close", None)
+            if close is not None:
+                close()
+
     # -- the end -----------------------------------------------------------------------------------
     def summary(self, status: str, step: int, device: torch.device) -> dict[str, Any]:
         spec, last_eval = self.spec, self.last_eval

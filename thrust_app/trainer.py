@@ -176,6 +176,7 @@ class Trainer:
         summary["diverged_at_step"] = self.diverged_at_step
         summary["run_dir"] = str(self.run_dir)
         atomic_write_json(self.run_dir / "summary.json", summary)
+        self.logger.close()
         self.env.close()
         return summary
 
