@@ -127,7 +127,7 @@ def test_real_browser_starts_a_run_and_sees_a_chart(dirs):
         page.get_by_text("Start training").click()
         page.get_by_text("Started a2c on bandit").wait_for(timeout=60_000)
         page.get_by_role("tab", name="Training").click()
-        page.locator("[data-testid='stVegaLiteChart']").first.wait_for(timeout=90_000)
+        page.locator("[data-testid='stVegaLiteChart']:visible").first.wait_for(timeout=150_000)
         shot = Path(os.environ.get("THRUST_SCREENSHOT_DIR", dirs)) / "dashboard.png"
         page.screenshot(path=str(shot), full_page=True)
         assert shot.stat().st_size > 20_000
