@@ -35,6 +35,16 @@ workers: 2
 """
 
 
+def start_sweep_process(path: Path, runs_root: Path) -> subprocess.Popen:
+    """`thrust sweep` in a process group of its own, as a user starts it (the test signals the group)."""
+    return subprocess.Popen(
+        [sys.executable, "-m", "thrust_app", "sweep", str(path), "--runs-root", str(runs_root)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+
+
 def sweep_file(tmp_path: Path, name: str = "small", timesteps: int = 1024) -> Path:
     path = tmp_path / f"{name}.yaml"
     path.write_text(SMALL.format(name=name, timesteps=timesteps))
@@ -89,12 +99,7 @@ def test_a_sweep_runs_its_trials_over_seeds_in_ordinary_run_folders(tmp_path):
 def test_a_killed_sweep_continues_and_keeps_its_finished_trials(tmp_path):
     path = sweep_file(tmp_path, name="killed", timesteps=8192)
     folder = tmp_path / "runs" / "killed"
-    process = subprocess.Popen(
-        [sys.executable, "-m", "thrust_app", "sweep", str(path), "--runs-root", str(tmp_path / "runs")],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        start_new_session=True,
-    )
+    process = start_sweep_process(path, tmp_path / "runs")
     deadline = time.time() + 240
     finished: dict[Path, float] = {}
     while time.time() < deadline and not finished:
@@ -137,12 +142,7 @@ def test_ctrl_c_interrupts_trials_that_resume_continues_in_their_folders(tmp_pat
         .replace("pruner: median", "pruner: none")
     )
     folder = tmp_path / "runs" / "ctrlc"
-    process = subprocess.Popen(
-        [sys.executable, "-m", "thrust_app", "sweep", str(path), "--runs-root", str(tmp_path / "runs")],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        start_new_session=True,
-    )
+    process = start_sweep_process(path, tmp_path / "runs")
     deadline = time.time() + 120
     while time.time() < deadline and not list(folder.glob("trial-*/last.pt")):
         time.sleep(0.2)

@@ -100,16 +100,20 @@ def run_status(path: Path) -> str:
     return "incomplete"
 
 
+def _is_run(path: Path) -> bool:
+    """A run folder: training wrote its config, or the dashboard launched a process for it."""
+    return (path / "config.json").is_file() or (path / LAUNCH_FILE).is_file()
+
+
 def list_runs(root: Path | None = None) -> list[RunInfo]:
     """Every run under the runs folder, sweeps' trials included, newest first."""
     root = root or runs_root()
     if not root.is_dir():
         return []
     infos = []
-    is_run = lambda p: (p / "config.json").is_file() or (p / LAUNCH_FILE).is_file()  # noqa: E731
-    folders = [p for p in root.iterdir() if is_run(p)]
+    folders = [p for p in root.iterdir() if _is_run(p)]
     for sweep in (p for p in root.iterdir() if (p / "sweep.json").is_file()):  # `thrust sweep` trials, one level down
-        folders += [p for p in sweep.iterdir() if is_run(p)]
+        folders += [p for p in sweep.iterdir() if _is_run(p)]
     for path in sorted(folders, key=lambda p: p.stat().st_mtime, reverse=True):
         summary = read_json(path / "summary.json") if (path / "summary.json").is_file() else None
         config_file = path / "config.json" if (path / "config.json").is_file() else path / LAUNCH_FILE
