@@ -44,6 +44,7 @@ bench: install $(NODE_MODULES)
 peers: install
 	$(PY) -m pip install -q stable-baselines3 $(TORCH)
 	$(PY) benches/peers.py
+	$(PY) benches/peers.py --peer cleanrl
 
 validate: install
 	$(PY) benches/validation.py

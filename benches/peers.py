@@ -13,8 +13,10 @@ and SAC act at random before `learning_starts`, with no updates), so each seed's
 over the same stretch on both sides: up to the last evaluation both runs reached.
 
     python benches/peers.py [--seeds 5] [--quick] [--json PATH] [--only ppo,dqn]
+    python benches/peers.py --peer cleanrl [--seeds 5]     # CleanRL's ppo.py / dqn.py, see cleanrl_peer.py
 
-Needs `pip install stable-baselines3` (with torch==2.13.0 installed first).
+Needs `pip install stable-baselines3` (with torch==2.13.0 installed first); the CleanRL peer makes
+its own venv under .bench/ on first use.
 """
 
 from __future__ import annotations
@@ -186,8 +188,18 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="1 seed, short budgets, no solving: SPS only")
     parser.add_argument("--only", default=",".join(PAIRS))
     parser.add_argument("--json", type=Path)
+    parser.add_argument("--peer", choices=["sb3", "cleanrl"], default="sb3", help="which library to run against")
     args = parser.parse_args()
     torch.set_num_threads(1)
+    if args.peer == "cleanrl":
+        import cleanrl_peer
+
+        algos = [a for a in args.only.split(",") if a in cleanrl_peer.THRUST_SETTINGS]
+        table = cleanrl_peer.compare(algos, 1 if args.quick else args.seeds, args.quick)
+        cleanrl_peer.print_table(table)
+        if args.json:
+            args.json.write_text(json.dumps({"peer": cleanrl_peer.CLEANRL, "quick": args.quick, "table": table}, indent=2))
+        return
     seeds = 1 if args.quick else args.seeds
     algos = args.only.split(",")
     runs: list[dict] = []
