@@ -167,6 +167,24 @@ def _cmd_export(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_import(args: argparse.Namespace) -> int:
+    from .importer import import_sb3
+
+    bundle = import_sb3(
+        args.source, args.env, args.out, vec_normalize=args.vec_normalize, trust_pickle=args.trust_pickle, force=args.force
+    )
+    source, parity = bundle.manifest["source"], bundle.manifest["parity"]
+    agreement = f", actions agree {parity['action_agreement']:.1%}" if "action_agreement" in parity else ""
+    folded = f"; VecNormalize statistics folded in from {source['vec_normalize']}" if source["vec_normalize"] else ""
+    print(
+        f"imported SB3 {source['library_version']} {source['algo'].upper()} ({source['activation']}, "
+        f"{source['postprocessing']}) for {bundle.env_id} to {bundle.path}{folded}\n"
+        f"parity: rebuilt torch policy vs onnxruntime max |diff| {parity['max_abs_diff']:.2g}{agreement}; "
+        f"{parity['stable_baselines3']}"
+    )
+    return 0
+
+
 def _cmd_compare(args: argparse.Namespace) -> int:
     from .compare import DEFAULT_GROUP_BY, compare, format_table
 
@@ -361,6 +379,24 @@ def build_parser() -> argparse.ArgumentParser:
     ex.add_argument("--out", help="bundle folder (default: export/<run-name>)")
     ex.add_argument("--force", action="store_true", help="replace a different bundle already in the folder")
     ex.set_defaults(func=_cmd_export)
+
+    imp = sub.add_parser(
+        "import",
+        help="turn a Stable-Baselines3 model (.zip) into a bundle; nothing in the file is unpickled",
+        description="Rebuild an SB3 model's deterministic policy from its weights and export it as a bundle, "
+        "checked against onnxruntime and (where stable-baselines3 is installed) SB3's own predict.",
+    )
+    imp.add_argument("source", help="the model file SB3's model.save() wrote (.zip)")
+    imp.add_argument("--env", required=True, help="the env it was trained on: a Thrust name or a gymnasium id")
+    imp.add_argument("--out", help="bundle folder (default: export/<file name>)")
+    imp.add_argument("--vec-normalize", metavar="PKL", help="VecNormalize statistics (env.save(PKL)) to fold into the graph")
+    imp.add_argument(
+        "--trust-pickle",
+        action="store_true",
+        help="read --vec-normalize with Python's unpickler (runs code from the file) when the safe reader refuses it",
+    )
+    imp.add_argument("--force", action="store_true", help="replace a different bundle already in the folder")
+    imp.set_defaults(func=_cmd_import)
 
     add_compare_command(sub)
 

@@ -15,6 +15,7 @@ import logging
 import shutil
 import tempfile
 import warnings
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -205,24 +206,16 @@ def action_space_spec(action_space: Any) -> dict[str, Any]:
     return {"type": "box", "shape": list(action_space.shape), "low": list(action_space.low), "high": list(action_space.high)}
 
 
-def bundle_manifest(
-    spec: RunSpec,
-    run_dir: Path,
-    out_dir: Path,
-    obs_shape: tuple[int, ...],
-    action_space: Any,
-    outputs: list[dict[str, Any]],
-    model: Any,
-    model_path: Path,
+def base_manifest(
+    env_id: str, algo: str, obs_shape: tuple[int, ...], action_space: Any, outputs: list[dict[str, Any]], model_path: Path
 ) -> dict[str, Any]:
-    """The manifest.json of a bundle exported from `run_dir` (parity is added once it is checked)."""
-    summary = read_json(run_dir / "summary.json") if (run_dir / "summary.json").exists() else {}
-    config = read_json(run_dir / "config.json")
+    """The manifest fields every bundle has, exported or imported (parity is added once it is checked)."""
+    model = check_model_file(model_path)
     return {
         "format": BUNDLE_FORMAT,
         "version": BUNDLE_VERSION,
-        "env_id": spec.env,
-        "algo": spec.algo,
+        "env_id": env_id,
+        "algo": algo,
         "observation": {
             "shape": list(obs_shape),
             "dtype": "float32",
@@ -232,12 +225,6 @@ def bundle_manifest(
         "inputs": [{"name": "obs", "dtype": "float32", "shape": ["batch", *obs_shape], "meaning": "a batch of observations"}],
         "outputs": outputs,
         "action_output": "action",
-        "training": {
-            k: summary.get(k) for k in ("timesteps", "eval_mean", "eval_std", "solved_at_step", "seed", "device", "wall_s")
-        },
-        "config": spec.config,
-        "source_run": str(run_dir),
-        "command": f"{config.get('command', spec.command())} --run-dir {run_dir} && thrust export {run_dir} --out {out_dir}",
         "onnx": {
             "ir_version": model.ir_version,
             "opset": max(o.version for o in model.opset_import if o.domain in ("", "ai.onnx")),
@@ -252,6 +239,58 @@ def bundle_manifest(
     }
 
 
+def run_fields(spec: RunSpec, run_dir: Path, out_dir: Path) -> dict[str, Any]:
+    """What an exported bundle's manifest says about the run it came from."""
+    summary = read_json(run_dir / "summary.json") if (run_dir / "summary.json").exists() else {}
+    config = read_json(run_dir / "config.json")
+    return {
+        "training": {
+            k: summary.get(k) for k in ("timesteps", "eval_mean", "eval_std", "solved_at_step", "seed", "device", "wall_s")
+        },
+        "config": spec.config,
+        "source_run": str(run_dir),
+        "command": f"{config.get('command', spec.command())} --run-dir {run_dir} && thrust export {run_dir} --out {out_dir}",
+    }
+
+
+def write_bundle(
+    policy: nn.Module,
+    env_id: str,
+    algo: str,
+    out_dir: Path,
+    fields: dict[str, Any],
+    *,
+    force: bool = False,
+    seed: int = 0,
+    extra_check: Callable[[dict[str, np.ndarray]], dict[str, Any]] | None = None,
+) -> Bundle:
+    """Export `policy` (anything with Thrust's `act(obs)`) for `env_id` as a bundle in `out_dir`: ONNX
+    file, manifest (the base fields, then `fields`), parity against `policy` on random and real
+    observations, plus `extra_check`'s report on the same observations where given. The folder
+    appears whole or not at all: it is built in a temporary folder and renamed into place."""
+    obs_space, action_space = env_spaces(env_id)
+    obs_shape = tuple(obs_space.shape)
+    outputs = output_specs(algo, action_space)
+    discrete = isinstance(action_space, Discrete)
+    out_dir.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.", dir=out_dir.parent))
+    staging.chmod(0o755)  # mkdtemp makes it private; a bundle is meant to be served and shared
+    try:
+        model_path = staging / MODEL_FILE
+        export_onnx(PolicyGraph(exported_module(policy), discrete).eval(), obs_shape, outputs, model_path)
+        manifest = {**base_manifest(env_id, algo, obs_shape, action_space, outputs, model_path), **fields}
+        samples = sample_observations(env_id, policy, np.random.default_rng(seed))
+        manifest["parity"] = check_parity(PolicyGraph(policy, discrete).eval(), model_path, manifest, samples)
+        if extra_check is not None:
+            manifest["parity"].update(extra_check(samples))
+        (staging / MANIFEST_FILE).write_text(json.dumps(manifest, indent=2) + "\n")
+        _move_into_place(staging, out_dir, manifest, force)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+    return load_bundle(out_dir)
+
+
 def export_run(
     run_dir: str | Path, out: str | Path | None = None, force: bool = False, export_root: str | Path = "export"
 ) -> Bundle:
@@ -259,29 +298,8 @@ def export_run(
     run_dir = Path(run_dir)
     spec = load_spec(run_dir)
     _, policy = load_policy(run_dir, "cpu")
-    obs_space, action_space = env_spaces(spec.env)
-    obs_shape = tuple(obs_space.shape)
     out_dir = Path(out) if out is not None else Path(export_root) / run_dir.resolve().name
-    outputs = output_specs(spec.algo, action_space)
-    discrete = isinstance(action_space, Discrete)
-    graph = PolicyGraph(exported_module(policy), discrete).eval()
-
-    out_dir.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.", dir=out_dir.parent))
-    staging.chmod(0o755)  # mkdtemp makes it private; a bundle is meant to be served and shared
-    try:
-        model_path = staging / MODEL_FILE
-        export_onnx(graph, obs_shape, outputs, model_path)
-        model = check_model_file(model_path)
-        manifest = bundle_manifest(spec, run_dir, out_dir, obs_shape, action_space, outputs, model, model_path)
-        samples = sample_observations(spec.env, policy, np.random.default_rng(spec.seed))
-        manifest["parity"] = check_parity(PolicyGraph(policy, discrete).eval(), model_path, manifest, samples)
-        (staging / MANIFEST_FILE).write_text(json.dumps(manifest, indent=2) + "\n")
-        _move_into_place(staging, out_dir, manifest, force)
-    except BaseException:
-        shutil.rmtree(staging, ignore_errors=True)
-        raise
-    return load_bundle(out_dir)
+    return write_bundle(policy, spec.env, spec.algo, out_dir, run_fields(spec, run_dir, out_dir), force=force, seed=spec.seed)
 
 
 def _move_into_place(staging: Path, out_dir: Path, manifest: dict[str, Any], force: bool) -> None:
