@@ -190,3 +190,80 @@ def test_vec_normalize_must_fit_the_env(models, tmp_path, capsys):
         ]
         assert main(args) == 2
         assert words in capsys.readouterr().err
+
+
+def sb3_recipe_onnx(module, obs_size: int, path: Path) -> Path:
+    """An ONNX file made the way SB3's export guide does it: batch fixed at 1, outputs unnamed."""
+    import warnings
+
+    import torch
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        torch.onnx.export(module, torch.zeros(1, obs_size), str(path), opset_version=17, input_names=["input"], dynamo=False)
+    return path
+
+
+def test_onnx_from_sb3s_export_recipe_imports_and_evaluates(models, tmp_path, capsys):
+    import torch
+
+    class OnnxablePolicy(torch.nn.Module):  # SB3's export guide: action, value, log_prob (int64 action)
+        def __init__(self, policy):
+            super().__init__()
+            self.policy = policy
+
+        def forward(self, observation):
+            return self.policy(observation, deterministic=True)
+
+    model = sb3.PPO.load(models["ppo"], device="cpu")
+    source = sb3_recipe_onnx(OnnxablePolicy(model.policy), 4, tmp_path / "ppo.onnx")
+    out = tmp_path / "bundle"
+    assert main(["import", str(source), "--env", "CartPole-v1", "--action-output", "0", "--out", str(out)]) == 0
+    assert "actions equal the source model's" in capsys.readouterr().out
+    obs = env_observations("CartPole-v1")
+    runner = OnnxPolicy(load_bundle(out))
+    assert runner.one_at_a_time  # the source's fixed batch of 1 is kept, and run step by step
+    assert (runner.act(obs) == model.predict(obs, deterministic=True)[0]).all()
+    assert runner.act(obs).dtype == np.int32
+    assert main(["eval", str(out), "--episodes", "2"]) == 0  # the batch-1 graph no longer stops thrust eval
+
+
+def test_onnx_actor_in_minus_one_one_is_rescaled_to_the_bounds(models, tmp_path):
+    import torch
+
+    class OnnxableActor(torch.nn.Module):  # SB3's guide for TD3: the actor's tanh output, in [-1, 1]
+        def __init__(self, actor):
+            super().__init__()
+            self.actor = actor
+
+        def forward(self, observation):
+            return self.actor(observation)
+
+    model = sb3.TD3.load(models["td3"], device="cpu")
+    source = sb3_recipe_onnx(OnnxableActor(model.policy.actor), 3, tmp_path / "td3.onnx")
+    out = tmp_path / "bundle"
+    assert (
+        main(["import", str(source), "--env", "Pendulum-v1", "--action-output", "0", "--post", "rescale", "--out", str(out)])
+        == 0
+    )
+    obs = env_observations("Pendulum-v1")
+    np.testing.assert_allclose(OnnxPolicy(load_bundle(out)).act(obs), model.predict(obs, deterministic=True)[0], atol=1e-5)
+
+
+def test_onnx_import_refuses_what_does_not_fit(models, tmp_path, capsys):
+    import torch
+
+    source = sb3_recipe_onnx(torch.nn.Linear(3, 1), 3, tmp_path / "linear.onnx")
+    garbage = tmp_path / "garbage.onnx"
+    garbage.write_text("not onnx")
+    cases = [
+        ([str(source), "--env", "Pendulum-v1"], "has no output 'action'"),
+        ([str(source), "--env", "Pendulum-v1", "--action-output", "0", "--post", "argmax"], "does not fit a continuous"),
+        ([str(source), "--env", "CartPole-v1", "--action-output", "0"], "takes observations of shape [3]"),
+        ([str(garbage), "--env", "Pendulum-v1"], "is not an ONNX model"),
+    ]
+    for args, words in cases:
+        assert main(["import", *args, "--out", str(tmp_path / "never")]) == 2
+        err = capsys.readouterr().err.strip()
+        assert words in err and len(err.splitlines()) == 1, err
+    assert not (tmp_path / "never").exists()

@@ -168,8 +168,18 @@ def _cmd_export(args: argparse.Namespace) -> int:
 
 
 def _cmd_import(args: argparse.Namespace) -> int:
-    from .importer import import_sb3
+    from .importer import import_onnx, import_sb3
 
+    if args.source.lower().endswith(".onnx"):
+        bundle = import_onnx(
+            args.source, args.env, args.out, action_output=args.action_output, post=args.post, force=args.force
+        )
+        parity = bundle.manifest["parity"]
+        print(
+            f"imported {args.source} for {bundle.env_id} to {bundle.path}\nparity: {parity['source_model']} "
+            f"on {parity['observations']} observations (max |diff| {parity['max_abs_diff']:.2g})"
+        )
+        return 0
     bundle = import_sb3(
         args.source, args.env, args.out, vec_normalize=args.vec_normalize, trust_pickle=args.trust_pickle, force=args.force
     )
@@ -380,13 +390,16 @@ def build_parser() -> argparse.ArgumentParser:
     ex.add_argument("--force", action="store_true", help="replace a different bundle already in the folder")
     ex.set_defaults(func=_cmd_export)
 
+    from .onnx_actions import POST_PROCESSING
+
     imp = sub.add_parser(
         "import",
-        help="turn a Stable-Baselines3 model (.zip) into a bundle; nothing in the file is unpickled",
-        description="Rebuild an SB3 model's deterministic policy from its weights and export it as a bundle, "
-        "checked against onnxruntime and (where stable-baselines3 is installed) SB3's own predict.",
+        help="turn a Stable-Baselines3 model (.zip) or a foreign ONNX policy into a bundle (no pickle is run)",
+        description="SB3 .zip: rebuild the deterministic policy from its weights and export it, checked against "
+        "onnxruntime and (where stable-baselines3 is installed) SB3's own predict. ONNX: append Thrust's int32/float32 "
+        "'action' output to the named output, checked against the source model.",
     )
-    imp.add_argument("source", help="the model file SB3's model.save() wrote (.zip)")
+    imp.add_argument("source", help="an SB3 model file (.zip, from model.save) or an ONNX policy (.onnx)")
     imp.add_argument("--env", required=True, help="the env it was trained on: a Thrust name or a gymnasium id")
     imp.add_argument("--out", help="bundle folder (default: export/<file name>)")
     imp.add_argument("--vec-normalize", metavar="PKL", help="VecNormalize statistics (env.save(PKL)) to fold into the graph")
@@ -394,6 +407,15 @@ def build_parser() -> argparse.ArgumentParser:
         "--trust-pickle",
         action="store_true",
         help="read --vec-normalize with Python's unpickler (runs code from the file) when the safe reader refuses it",
+    )
+    imp.add_argument(
+        "--action-output", default="action", help="ONNX: the output holding the action or scores (a name, or 0 for the first)"
+    )
+    imp.add_argument(
+        "--post",
+        choices=POST_PROCESSING,
+        default="none",
+        help="ONNX: argmax (scores), clip (Gaussian mean), tanh (pre-squash mean), rescale ([-1, 1] to bounds), none",
     )
     imp.add_argument("--force", action="store_true", help="replace a different bundle already in the folder")
     imp.set_defaults(func=_cmd_import)

@@ -15,7 +15,7 @@ import logging
 import shutil
 import tempfile
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -272,10 +272,7 @@ def write_bundle(
     obs_shape = tuple(obs_space.shape)
     outputs = output_specs(algo, action_space)
     discrete = isinstance(action_space, Discrete)
-    out_dir.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.", dir=out_dir.parent))
-    staging.chmod(0o755)  # mkdtemp makes it private; a bundle is meant to be served and shared
-    try:
+    with staged_folder(out_dir) as staging:
         model_path = staging / MODEL_FILE
         export_onnx(PolicyGraph(exported_module(policy), discrete).eval(), obs_shape, outputs, model_path)
         manifest = {**base_manifest(env_id, algo, obs_shape, action_space, outputs, model_path), **fields}
@@ -284,11 +281,21 @@ def write_bundle(
         if extra_check is not None:
             manifest["parity"].update(extra_check(samples))
         (staging / MANIFEST_FILE).write_text(json.dumps(manifest, indent=2) + "\n")
-        _move_into_place(staging, out_dir, manifest, force)
+        move_into_place(staging, out_dir, manifest, force)
+    return load_bundle(out_dir)
+
+
+@contextlib.contextmanager
+def staged_folder(out_dir: Path) -> Iterator[Path]:
+    """A temporary folder beside `out_dir` to build a bundle in; removed if anything fails inside."""
+    out_dir.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.", dir=out_dir.parent))
+    staging.chmod(0o755)  # mkdtemp makes it private; a bundle is meant to be served and shared
+    try:
+        yield staging
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
         raise
-    return load_bundle(out_dir)
 
 
 def export_run(
@@ -302,7 +309,7 @@ def export_run(
     return write_bundle(policy, spec.env, spec.algo, out_dir, run_fields(spec, run_dir, out_dir), force=force, seed=spec.seed)
 
 
-def _move_into_place(staging: Path, out_dir: Path, manifest: dict[str, Any], force: bool) -> None:
+def move_into_place(staging: Path, out_dir: Path, manifest: dict[str, Any], force: bool) -> None:
     if out_dir.exists() and any(out_dir.iterdir()):
         try:
             existing = load_bundle(out_dir).manifest
