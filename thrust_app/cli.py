@@ -263,6 +263,21 @@ def _cmd_web(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_web_build(args: argparse.Namespace) -> int:
+    from .web.site import build_site, embed_snippet
+
+    site = build_site(args.out, args.bundles)
+    first = site["bundles"][0]
+    print(
+        f"thrust: static player site in {site['path']} ({site['bytes'] / 2**20:.1f} MiB, bundles: "
+        f"{', '.join(site['bundles'])})\n"
+        f"  try it:  python -m http.server -b 127.0.0.1 -d {site['path']} 8000  ->  http://127.0.0.1:8000/?bundle={first}\n"
+        "  publish: copy the folder to any static host (GitHub Pages, an S3 bucket); sub-paths work\n"
+        f"  embed:   {embed_snippet('https://YOUR.SITE/PATH', first)}"
+    )
+    return 0
+
+
 def _cmd_app(args: argparse.Namespace) -> int:
     import subprocess
     from pathlib import Path
@@ -446,6 +461,13 @@ def build_parser() -> argparse.ArgumentParser:
     web.add_argument("--port", type=int, default=8000, help="0 picks any free port")
     web.add_argument("--verbose", action="store_true", help="log every request")
     web.set_defaults(func=_cmd_web)
+    web_sub = web.add_subparsers(dest="web_command", metavar="build")
+    build = web_sub.add_parser(
+        "build", help="write the player and bundles as a static site (any static host, any sub-path, offline)"
+    )
+    build.add_argument("out", help="the site folder to write (replaced if an earlier build made it)")
+    build.add_argument("bundles", nargs="*", help="bundle folders or names under export/ (default: every valid one)")
+    build.set_defaults(func=_cmd_web_build)
     return parser
 
 

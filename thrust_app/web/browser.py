@@ -38,7 +38,11 @@ def player_page(server_url: str, query: str = "") -> Iterator[object]:
         try:
             page = browser.new_page()
             page.requests = []
+            page.failed = []  # (status, url) of every response that was an error
             page.on("request", lambda request: page.requests.append(request.url))
+            page.on(
+                "response", lambda response: response.status >= 400 and page.failed.append((response.status, response.url))
+            )
             page.goto(server_url + query)
             page.wait_for_function("window.thrustPlayer !== undefined")
             page.evaluate("window.thrustPlayer.ready")

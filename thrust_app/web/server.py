@@ -139,7 +139,7 @@ class PlayerHandler(SimpleHTTPRequestHandler):
         if path == f"/py/{wheel_name()}":
             return self._send(self.wheel, "application/zip")
         if path == "/py/index.json":
-            return self._send(json.dumps({"wheel": f"/py/{wheel_name()}"}).encode(), "application/json")
+            return self._send(json.dumps({"wheel": wheel_name()}).encode(), "application/json")
         if path.startswith("/export/"):
             target = (self.export_dir / path[len("/export/") :]).resolve()
             if self.export_dir.resolve() not in target.parents or not target.is_file():

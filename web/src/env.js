@@ -1,12 +1,14 @@
 // The environment side: Pyodide running Thrust's own pure-Python env cores (the desktop's source,
 // loaded as Thrust's wheel from this server). Nothing here is a JavaScript port of an env.
-import { loadPyodide } from "/node_modules/pyodide/pyodide.mjs";
+// Every URL is relative to this file, so the page works under any sub-path (a static site on GitHub Pages).
+import { loadPyodide } from "../node_modules/pyodide/pyodide.mjs";
 
 export async function startPython() {
   const started = performance.now();
-  const pyodide = await loadPyodide({ indexURL: "/node_modules/pyodide/" });
-  const { wheel } = await (await fetch("/py/index.json")).json();
-  await pyodide.loadPackage(wheel);
+  const pyodide = await loadPyodide({ indexURL: new URL("../node_modules/pyodide/", import.meta.url).href });
+  const index = new URL("../py/index.json", import.meta.url);
+  const { wheel } = await (await fetch(index)).json();
+  await pyodide.loadPackage(new URL(wheel, index).href);
   const cores = pyodide.pyimport("thrust_app.envs.core");
   // The manifest schema Python uses (thrust_app/manifest.py), so both sides refuse the same bundles.
   const manifests = pyodide.pyimport("thrust_app.manifest");

@@ -6,6 +6,9 @@ import { draw } from "./render.js";
 
 const $ = (id) => document.getElementById(id);
 const params = new URLSearchParams(location.search);
+// ?embed=1 (with ?bundle=NAME): the canvas and a Play button only, playing episode after episode (for an <iframe>).
+const embed = params.has("embed");
+if (embed) document.body.classList.add("embed");
 
 const state = {
   python: null, bundle: null, policy: null, env: null, obs: null, done: false, playing: false,
@@ -44,11 +47,11 @@ function render() {
 }
 
 async function fetchBundle(name) {
-  const base = `/export/${encodeURIComponent(name)}/`;
-  const manifestResponse = await fetch(base + "manifest.json");
+  const base = new URL(`../export/${encodeURIComponent(name)}/`, import.meta.url);
+  const manifestResponse = await fetch(new URL("manifest.json", base));
   if (!manifestResponse.ok) throw new Error(`no bundle named "${name}" under export/`);
   const manifest = await manifestResponse.json();
-  const model = new Uint8Array(await (await fetch(base + "policy.onnx")).arrayBuffer());
+  const model = new Uint8Array(await (await fetch(new URL("policy.onnx", base))).arrayBuffer());
   return { name, manifest, model };
 }
 
@@ -103,7 +106,9 @@ function schedule() {
   timer = setTimeout(async () => {
     try {
       await stepOnce();
-      if (state.done) {
+      if (state.done && embed) {
+        resetEpisode(state.seed = (state.seed ?? (Number($("seed").value) || 0)) + 1);
+      } else if (state.done) {
         setPlaying(false);
         return;
       }
@@ -123,7 +128,7 @@ function setPlaying(on) {
 }
 
 async function loadIndex() {
-  const entries = await (await fetch("/export/index.json")).json();
+  const entries = await (await fetch(new URL("../export/index.json", import.meta.url))).json();
   const select = $("bundle");
   select.innerHTML = "";
   select.append(new Option("— choose a bundle —", ""));
@@ -196,6 +201,9 @@ const ready = (async () => {
     $("bundle").value = wanted;
     $("seed").value = params.get("seed") || "0";
     await activate(await fetchBundle(wanted), state.epRequest);
+    if (embed) setPlaying(true);
+  } else if (embed) {
+    throw new Error("embed mode needs ?bundle=NAME: the bundle to play");
   }
 })();
 

@@ -1,8 +1,8 @@
 // The policy side: an exported bundle (policy.onnx + manifest.json) in onnxruntime-web, on the
 // WebGPU execution provider when the browser offers an adapter, on wasm otherwise.
-import * as ort from "/node_modules/onnxruntime-web/dist/ort.webgpu.min.mjs";
+import * as ort from "../node_modules/onnxruntime-web/dist/ort.webgpu.min.mjs";
 
-ort.env.wasm.wasmPaths = "/node_modules/onnxruntime-web/dist/";
+ort.env.wasm.wasmPaths = new URL("../node_modules/onnxruntime-web/dist/", import.meta.url).href;
 ort.env.wasm.numThreads = 1;
 ort.env.logLevel = "error";
 

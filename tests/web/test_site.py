@@ -1,0 +1,96 @@
+"""`thrust web build`: the static site plays every reference bundle from a plain static file server
+(`python -m http.server`), under a sub-path, with no Thrust process behind it."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from thrust_app.cli import main
+from thrust_app.playback import onnx_episode
+from thrust_app.web.browser import player_page
+from thrust_app.web.server import EXPORT_DIR, REFERENCE_BUNDLES, WEB_DIR
+from thrust_app.web.site import MARKER, NPM_FILES
+
+needs_browser = pytest.mark.skipif(
+    not os.environ.get("THRUST_REQUIRE_BROWSER")
+    and (not Path("/usr/bin/chromium").exists() or not (WEB_DIR / "node_modules" / "pyodide").is_dir()),
+    reason="needs Debian chromium (/usr/bin/chromium) and web/node_modules (npm ci in web/); .ci/run installs both",
+)
+SUB_PATH = "players/thrust/"
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory) -> Path:
+    root = tmp_path_factory.mktemp("host")
+    out = root / SUB_PATH
+    assert main(["web", "build", str(out), *(str(EXPORT_DIR / name) for name in REFERENCE_BUNDLES)]) == 0
+    return out
+
+
+@pytest.fixture(scope="module")
+def static_server(site):
+    """Python's own static file server over the folder *above* the site, so the site lives under a sub-path."""
+    root = site.parents[len(Path(SUB_PATH).parts) - 1]
+    server = subprocess.Popen(
+        [sys.executable, "-u", "-m", "http.server", "0", "--bind", "127.0.0.1", "--directory", str(root)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+    )
+    try:
+        line = server.stdout.readline()  # "Serving HTTP on 127.0.0.1 port N (http://127.0.0.1:N/) ..."
+        port = int(line.split(" port ")[1].split()[0])
+        yield f"http://127.0.0.1:{port}/"
+    finally:
+        os.kill(server.pid, signal.SIGTERM)
+        server.wait(10)
+
+
+def test_site_holds_only_what_the_page_needs(site):
+    files = {path.relative_to(site).as_posix() for path in site.rglob("*") if path.is_file()}
+    assert {f"node_modules/{name}" for name in NPM_FILES} == {name for name in files if name.startswith("node_modules/")}
+    for name in REFERENCE_BUNDLES:
+        assert {f"export/{name}/policy.onnx", f"export/{name}/manifest.json"} <= files
+    assert {"index.html", "export/index.json", "py/index.json", MARKER, ".nojekyll"} <= files
+
+
+def test_build_refuses_a_folder_it_did_not_make_and_rebuilds_its_own(site, tmp_path, capsys):
+    (tmp_path / "precious.txt").write_text("keep me")
+    assert main(["web", "build", str(tmp_path), str(EXPORT_DIR / "cartpole-ppo")]) == 2
+    assert "not a site" in capsys.readouterr().err
+    assert (tmp_path / "precious.txt").exists()
+    rebuilt = tmp_path / "site"
+    assert main(["web", "build", str(rebuilt), str(EXPORT_DIR / "cartpole-ppo")]) == 0
+    assert main(["web", "build", str(rebuilt), str(EXPORT_DIR / "bandit-ppo")]) == 0  # its own site: replaced
+    assert sorted(p.name for p in (rebuilt / "export").iterdir() if p.is_dir()) == ["bandit-ppo"]
+    assert main(["web", "build", str(tmp_path / "other"), "no-such-bundle"]) == 2
+    assert "no bundle" in capsys.readouterr().err
+
+
+@needs_browser
+def test_static_site_under_a_sub_path_plays_every_bundle(static_server):
+    url = static_server + SUB_PATH
+    with player_page(url, f"?bundle={REFERENCE_BUNDLES[0]}&ep=wasm") as page:
+        for name in REFERENCE_BUNDLES:
+            got = page.evaluate("(a) => window.thrustPlayer.runEpisode(a)", {"bundle": name, "seed": 2, "ep": "wasm"})
+            want = onnx_episode(EXPORT_DIR / name, 2)
+            assert got["steps"] == want.steps
+            assert got["episodeReturn"] == pytest.approx(want.episode_return, rel=1e-4)
+        got = page.evaluate("(a) => window.thrustPlayer.runEpisode(a)", {"bundle": "cartpole-ppo", "seed": 2, "ep": "webgpu"})
+        assert got["ep"] == "webgpu" and got["steps"] == onnx_episode(EXPORT_DIR / "cartpole-ppo", 2).steps
+        assert page.failed == []  # every file the page asked for was in the folder
+        assert all(request.startswith(url) for request in page.requests), page.requests
+
+
+@needs_browser
+def test_embed_mode_plays_one_bundle_with_the_controls_hidden(static_server):
+    with player_page(static_server + SUB_PATH, "?bundle=cartpole-ppo&embed=1") as page:
+        page.wait_for_function("Number(document.getElementById('stat-steps').textContent) > 5", timeout=30_000)
+        assert not page.is_visible("header") and not page.is_visible("#bundle") and page.is_visible("#play")
+        assert page.is_visible("#canvas")

@@ -1,0 +1,101 @@
+"""`thrust web build OUT [BUNDLE...]`: the player as a static site, for any static file host.
+
+The folder holds what `thrust web` serves, as plain files: the page (web/), the few npm files it
+loads (Pyodide's runtime and standard library, onnxruntime-web's WebGPU/wasm build), Thrust's core
+wheel with `py/index.json`, the chosen bundles under `export/` and a static `export/index.json`.
+Every URL in the page is relative, so the folder works under a sub-path (GitHub Pages, an S3
+prefix, `python -m http.server` from a parent folder) with no Thrust process behind it.
+
+A static host sends no cross-origin-isolation headers, so onnxruntime-web runs single-threaded
+there, which is how the player runs it anyway (`ort.env.wasm.numThreads = 1`).
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+from ..bundle import BundleError, load_bundle
+from .core_wheel import build_core_wheel, wheel_name
+from .server import EXPORT_DIR, WEB_DIR, bundle_index, ensure_node_modules
+
+#: The npm files the page loads, relative to web/node_modules (nothing else is copied).
+NPM_FILES = (
+    "pyodide/pyodide.mjs",
+    "pyodide/pyodide.asm.mjs",
+    "pyodide/pyodide.asm.wasm",
+    "pyodide/python_stdlib.zip",
+    "pyodide/pyodide-lock.json",
+    "onnxruntime-web/dist/ort.webgpu.min.mjs",
+    "onnxruntime-web/dist/ort-wasm-simd-threaded.asyncify.mjs",
+    "onnxruntime-web/dist/ort-wasm-simd-threaded.asyncify.wasm",
+)
+PAGE_FILES = ("index.html", "styles.css", "src/env.js", "src/player.js", "src/policy.js", "src/render.js")
+#: Marks a folder this command wrote, so rebuilding may replace it and nothing else is ever deleted.
+MARKER = ".thrust-site"
+
+
+def resolve_bundles(names: Sequence[str], export_dir: Path = EXPORT_DIR) -> list[Path]:
+    """Bundle folders from paths or names under export/ (all valid bundles there when none are named)."""
+    if not names:
+        folders = [export_dir / entry["name"] for entry in bundle_index(export_dir) if entry["ok"]]
+        if not folders:
+            raise BundleError(f"no bundles in {export_dir}; name bundle folders to put on the site")
+        return folders
+    folders = []
+    for name in names:
+        folder = Path(name) if Path(name).exists() else export_dir / name
+        load_bundle(folder)  # a broken or missing bundle stops the build, with its reason
+        folders.append(folder)
+    if len({folder.resolve().name for folder in folders}) < len(folders):
+        raise BundleError("two bundles share a folder name; the site keys bundles by name, so rename one")
+    return folders
+
+
+def build_site(
+    out: str | Path, bundles: Sequence[str] = (), web_dir: Path = WEB_DIR, log: Callable[[str], None] = print
+) -> dict:
+    """Write the static site to `out`; returns {"path", "bytes", "bundles"}."""
+    out = Path(out)
+    if out.exists() and any(out.iterdir()) and not (out / MARKER).exists():
+        raise BundleError(f"{out} exists and is not a site `thrust web build` made; choose an empty or new folder")
+    folders = resolve_bundles(bundles)
+    ensure_node_modules(web_dir, log)
+    staging = out.with_name(f".{out.name}.building")
+    shutil.rmtree(staging, ignore_errors=True)
+    try:
+        for name in PAGE_FILES:
+            _copy(web_dir / name, staging / name)
+        for name in NPM_FILES:
+            _copy(web_dir / "node_modules" / name, staging / "node_modules" / name)
+        (staging / "py").mkdir()
+        (staging / "py" / wheel_name()).write_bytes(build_core_wheel())
+        (staging / "py" / "index.json").write_text(json.dumps({"wheel": wheel_name()}))
+        for folder in folders:
+            for file in ("policy.onnx", "manifest.json"):
+                _copy(folder / file, staging / "export" / folder.resolve().name / file)
+        (staging / "export" / "index.json").write_text(json.dumps(bundle_index(staging / "export"), indent=1))
+        (staging / MARKER).write_text("built by `thrust web build`; rebuilding replaces this folder\n")
+        (staging / ".nojekyll").write_text("")  # GitHub Pages' Jekyll would otherwise drop node_modules/
+        if out.exists():
+            shutil.rmtree(out)
+        staging.rename(out)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+    size = sum(path.stat().st_size for path in out.rglob("*") if path.is_file())
+    return {"path": out, "bytes": size, "bundles": [folder.resolve().name for folder in folders]}
+
+
+def _copy(source: Path, target: Path) -> None:
+    if not source.is_file():
+        raise BundleError(f"{source} is missing; run `npm ci` in web/ (or `make web`) and build again")
+    target.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(source, target)
+
+
+def embed_snippet(url: str, bundle: str) -> str:
+    """The <iframe> that plays one bundle of a site published at `url`."""
+    return f'<iframe src="{url.rstrip("/")}/?bundle={bundle}&embed=1" width="640" height="480" style="border:0"></iframe>'
