@@ -7,7 +7,9 @@ SwiftShader, a software adapter, so read its numbers as "works", not "fast").
 
     python benches/onnx_policies.py [--quick] [--json PATH] [--no-browser]
 
-Per bundle and runtime: median per-call latency at batch 1, and observations/s at batch 256.
+Per bundle and runtime: median per-call latency at batch 1, observations/s at batch 256, and for the
+browser rows the player's frame rate ceiling: steps/s of a whole episode loop (Python env step in
+Pyodide + inference), drawing excluded.
 The Python runtimes alternate round by round (harness.py); the browser ones run after them.
 """
 
@@ -112,6 +114,10 @@ def browser_rows(bundles, export_dir: Path, seconds: float) -> list[dict]:
     with PlayerServer(port=0, export_dir=export_dir) as server, player_page(server.url) as page:
         for bundle in bundles:
             for ep in ("wasm", "webgpu"):
+                episode = page.evaluate(
+                    "(a) => window.thrustPlayer.runEpisode(a)",
+                    {"bundle": bundle.path.name, "ep": ep, "seed": 0, "maxSteps": 300},
+                )
                 for batch in (1, LARGE):
                     r = page.evaluate(
                         "(a) => window.thrustPlayer.benchmark(a)",
@@ -126,18 +132,20 @@ def browser_rows(bundles, export_dir: Path, seconds: float) -> list[dict]:
                             "min_s": r["minMs"] / 1000,
                             "max_s": r["maxMs"] / 1000,
                             "obs_per_s": batch / (r["medianMs"] / 1000),
+                            "player_steps_per_s": episode["stepsPerSecond"],
                         }
                     )
     return rows
 
 
 def print_table(rows: list[dict]) -> None:
-    print(f"{'bundle':16s} {'runtime':22s} {'batch-1 latency':>16s} {'batch-256 obs/s':>16s}")
+    print(f"{'bundle':16s} {'runtime':22s} {'batch-1 latency':>16s} {'batch-256 obs/s':>16s} {'player steps/s':>15s}")
     keys = list(dict.fromkeys((r["bundle"], r["runtime"]) for r in rows))
     for bundle, runtime in keys:
         one = next(r for r in rows if (r["bundle"], r["runtime"], r["batch"]) == (bundle, runtime, 1))
         big = next(r for r in rows if (r["bundle"], r["runtime"], r["batch"]) == (bundle, runtime, LARGE))
-        print(f"{bundle:16s} {runtime:22s} {fmt_seconds(one['median_s']):>16s} {big['obs_per_s']:>16,.0f}")
+        player = f"{one['player_steps_per_s']:,.0f}" if "player_steps_per_s" in one else "—"
+        print(f"{bundle:16s} {runtime:22s} {fmt_seconds(one['median_s']):>16s} {big['obs_per_s']:>16,.0f} {player:>15s}")
 
 
 if __name__ == "__main__":

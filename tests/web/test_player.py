@@ -145,6 +145,68 @@ def test_dropped_bad_models_show_their_error_on_the_page(page, tmp_path):
     page.wait_for_function("document.getElementById('error').textContent.includes(\"field 'action_space.type' is missing\")")
     with pytest.raises(BundleError, match=r"field 'action_space\.type' is missing"):
         check_manifest(broken, Path("manifest.json"))
+    # ...and a good bundle dropped after all that loads and plays: nothing stays wedged
+    page.set_input_files("#files", [str(EXPORT_DIR / REFERENCE[1] / name) for name in ("policy.onnx", "manifest.json")])
+    page.evaluate("window.thrustPlayer.settled()")
+    page.wait_for_function("document.getElementById('error').hidden")
+    assert page.evaluate("window.thrustPlayer.activeBundle") == "dropped: policy.onnx"
+    assert "active:" in page.inner_text("#ep-status")
+    page.click("#step")
+    page.wait_for_function("Number(document.getElementById('stat-steps').textContent) >= 1")
+
+
+@needs_browser
+def test_auto_takes_wasm_when_the_only_gpu_is_software(page):
+    got = page.evaluate(
+        "(a) => window.thrustPlayer.runEpisode(a)", {"bundle": "cartpole-ppo", "seed": 0, "ep": "auto", "maxSteps": 3}
+    )
+    assert got["ep"] == "wasm"  # headless Chromium's WebGPU adapter here is SwiftShader
+    assert "software" in page.inner_text("#ep-status")
+
+
+def choose(page, bundle: str, ep: str) -> None:
+    """Pick a provider and a bundle in the page's own controls, as a user does (no waiting)."""
+    page.evaluate(
+        """([bundle, ep]) => {
+            const epSelect = document.getElementById('ep');
+            epSelect.value = ep;
+            const select = document.getElementById('bundle');
+            select.value = bundle;
+            select.dispatchEvent(new Event('change'));
+        }""",
+        [bundle, ep],
+    )
+
+
+@needs_browser
+def test_switching_bundles_while_playing_on_webgpu(page):
+    page.evaluate(
+        "(a) => window.thrustPlayer.runEpisode(a)", {"bundle": "cartpole-ppo", "seed": 0, "ep": "webgpu", "maxSteps": 2}
+    )
+    page.click("#play")
+    page.wait_for_function("Number(document.getElementById('stat-steps').textContent) >= 3", timeout=30_000)
+    choose(page, "pendulum-sac", "webgpu")  # mid-episode, while a step may be running on the old session
+    page.evaluate("window.thrustPlayer.settled()")
+    assert page.evaluate("window.thrustPlayer.activeBundle") == "pendulum-sac"
+    assert page.is_hidden("#error"), page.inner_text("#error")
+    assert "pendulum-sac" in page.inner_text("#caption")
+    got = page.evaluate("(a) => window.thrustPlayer.runEpisode(a)", {"bundle": "pendulum-sac", "seed": 1, "ep": "webgpu"})
+    assert got["steps"] == onnx_episode(EXPORT_DIR / "pendulum-sac", 1).steps
+
+
+@needs_browser
+def test_ten_quick_switches_end_on_the_last_choice(page):
+    choices = [(REFERENCE[i % len(REFERENCE)], ("wasm", "webgpu")[i % 2]) for i in range(10)]
+    for bundle, ep in choices:
+        choose(page, bundle, ep)
+    page.evaluate("window.thrustPlayer.settled()")
+    last_bundle, last_ep = choices[-1]
+    assert page.evaluate("window.thrustPlayer.activeBundle") == last_bundle
+    assert page.evaluate("window.thrustPlayer.activeEp") == last_ep
+    assert page.is_hidden("#error"), page.inner_text("#error")
+    assert last_bundle in page.inner_text("#caption")
+    got = page.evaluate("(a) => window.thrustPlayer.runEpisode(a)", {"bundle": last_bundle, "seed": 4, "ep": last_ep})
+    assert got["steps"] == onnx_episode(EXPORT_DIR / last_bundle, 4).steps
 
 
 @needs_browser

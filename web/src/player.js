@@ -1,7 +1,7 @@
 // The player page: pick or drop a bundle, run episodes with Python env + ONNX policy, draw them.
 // window.thrustPlayer is the automation hook the tests and benchmarks drive.
 import { PyEnv, startPython } from "./env.js";
-import { Policy, checkBundle, chooseProvider } from "./policy.js";
+import { Policy, checkBundle, choosePolicy } from "./policy.js";
 import { draw } from "./render.js";
 
 const $ = (id) => document.getElementById(id);
@@ -36,7 +36,7 @@ function updateStats() {
   state.frames = state.frames.filter((t) => now - t < 1000);
   $("stat-fps").textContent = state.playing ? String(state.frames.length) : "–";
   const med = median(state.latencies);
-  $("stat-latency").textContent = Number.isNaN(med) ? "–" : `${med.toFixed(2)} ms`;
+  $("stat-latency").textContent = Number.isNaN(med) ? "–" : `${med.toFixed(2)} ms (${state.policy?.ep ?? "–"})`;
 }
 
 function render() {
@@ -55,28 +55,82 @@ async function fetchBundle(name) {
   return { name, manifest, model };
 }
 
-// Make `bundle` the active one on execution provider `epRequest` ("auto", "webgpu" or "wasm").
-async function activate(bundle, epRequest) {
-  await checkBundle(state.python, bundle.manifest, bundle.model);
-  const known = state.python.cores.CORE_ENVS.has(bundle.manifest.env_id);
-  if (!known) throw new Error(`the bundle is for ${bundle.manifest.env_id}, which the player cannot run (Thrust's envs only)`);
-  const env = new PyEnv(state.python, bundle.manifest.env_id);
-  const want = JSON.stringify(env.observationShape);
-  if (JSON.stringify(bundle.manifest.observation.shape) !== want) {
-    env.destroy();
-    throw new Error(`the model takes observations of shape ${JSON.stringify(bundle.manifest.observation.shape)}, but ${bundle.manifest.env_id} gives ${want}: it does not fit this env`);
-  }
-  const { ep, why } = await chooseProvider(epRequest);
-  const policy = await Policy.create(bundle.manifest, bundle.model, ep);
-  await policy.act(new Array(env.observationShape.reduce((a, b) => a * b, 1)).fill(0)); // warm-up (compiles shaders)
+// Every use of the onnxruntime session (a step, an episode, a switch) runs through this queue, one at a
+// time: a session is never released while a run on it is in flight, and there is one session at most.
+let queue = Promise.resolve();
+function exclusive(fn) {
+  const run = queue.then(fn, fn);
+  queue = run.catch(() => {});
+  return run;
+}
+
+// The newest bundle/provider choice; a load that a newer choice overtook is dropped, not shown.
+let latestChoice = 0;
+
+// Progress for slow steps (Python start-up, model loads): a bar and the seconds spent so far.
+let busyTimer = null;
+function setBusy(text) {
+  clearInterval(busyTimer);
+  const box = $("busy");
+  box.hidden = !text;
+  if (!text) return;
+  const started = performance.now();
+  const tick = () => { $("busy-text").textContent = `${text} (${((performance.now() - started) / 1000).toFixed(1)} s)`; };
+  tick();
+  busyTimer = setInterval(tick, 100);
+}
+
+function deactivate() {
   state.policy?.release();
   state.env?.destroy();
-  Object.assign(state, { bundle, policy, env, epRequest, latencies: [] });
-  $("ep").value = epRequest;
-  $("ep-status").textContent = `active: ${ep} — ${why}`;
-  $("caption").textContent = `${bundle.manifest.algo} on ${bundle.manifest.env_id} (${bundle.name})`;
-  resetEpisode(Number($("seed").value) || 0);
-  for (const id of ["play", "step", "reset"]) $(id).disabled = false;
+  Object.assign(state, { bundle: null, policy: null, env: null });
+  for (const id of ["play", "step", "reset"]) $(id).disabled = true;
+}
+
+// Make `bundle` (a bundle, or a promise of one still being fetched) the active one on execution provider
+// `epRequest` ("auto", "webgpu" or "wasm"). The choice counts from the moment it is made, not from when
+// its files arrive, so the user's last choice wins.
+function activate(bundleOrPromise, epRequest) {
+  const choice = ++latestChoice;
+  setPlaying(false);
+  return exclusive(async () => {
+    let bundle = { name: "the bundle" };
+    try {
+      bundle = await bundleOrPromise;
+      if (choice !== latestChoice) return; // a newer choice came in while this one waited
+      await checkBundle(state.python, bundle.manifest, bundle.model);
+      const known = state.python.cores.CORE_ENVS.has(bundle.manifest.env_id);
+      if (!known) throw new Error(`the bundle is for ${bundle.manifest.env_id}, which the player cannot run (Thrust's envs only)`);
+      const shape = JSON.stringify(bundle.manifest.observation.shape);
+      const env = new PyEnv(state.python, bundle.manifest.env_id);
+      if (shape !== JSON.stringify(env.observationShape)) {
+        env.destroy();
+        throw new Error(`the model takes observations of shape ${shape}, but ${bundle.manifest.env_id} gives ${JSON.stringify(env.observationShape)}: it does not fit this env`);
+      }
+      deactivate(); // the old session goes before the new one is made: one session at a time
+      state.env = env;
+      setBusy(`loading ${bundle.name}`);
+      const { policy, why } = await choosePolicy(bundle.manifest, bundle.model, epRequest, (step) => setBusy(`loading ${bundle.name}: ${step}`));
+      if (choice !== latestChoice) { // overtaken while loading: drop it, the newer choice is queued
+        policy.release();
+        return;
+      }
+      Object.assign(state, { bundle, policy, epRequest, latencies: [] });
+      $("ep").value = epRequest;
+      $("ep-status").textContent = `active: ${policy.ep} — ${why}`;
+      $("caption").textContent = `${bundle.manifest.algo} on ${bundle.manifest.env_id} (${bundle.name})`;
+      resetEpisode(Number($("seed").value) || 0);
+      for (const id of ["play", "step", "reset"]) $(id).disabled = false;
+    } catch (err) {
+      if (choice !== latestChoice) return; // a failure of an overtaken choice no longer concerns the user
+      deactivate();
+      $("ep-status").textContent = `no bundle active: ${bundle.name} could not be loaded`;
+      $("caption").textContent = "";
+      throw err;
+    } finally {
+      if (choice === latestChoice) setBusy(null);
+    }
+  });
 }
 
 function resetEpisode(seed) {
@@ -85,8 +139,12 @@ function resetEpisode(seed) {
   render();
 }
 
-async function stepOnce() {
-  if (!state.env) return;
+function stepOnce() {
+  return exclusive(stepNow);
+}
+
+async function stepNow() {
+  if (!state.policy) return;
   if (state.done) resetEpisode(Number($("seed").value) || 0);
   const { action, ms } = await state.policy.act(state.obs);
   state.latencies.push(ms);
@@ -159,10 +217,15 @@ async function readDropped(files) {
 async function runEpisode({ bundle, seed = 0, ep = "auto", maxSteps = 100000 } = {}) {
   await ready;
   if (!state.bundle || state.bundle.name !== bundle || state.epRequest !== ep) {
-    await activate(await fetchBundle(bundle), ep);
+    await activate(fetchBundle(bundle), ep);
   }
   setPlaying(false);
+  return exclusive(() => playEpisode(seed, maxSteps));
+}
+
+async function playEpisode(seed, maxSteps) {
   resetEpisode(seed);
+  const started = performance.now();
   const actions = [];
   const latencies = [];
   while (!state.done && state.steps < maxSteps) {
@@ -177,7 +240,9 @@ async function runEpisode({ bundle, seed = 0, ep = "auto", maxSteps = 100000 } =
   }
   state.latencies = latencies.slice(-500);
   render();
-  return { actions, episodeReturn: state.episodeReturn, steps: state.steps, ep: state.policy.ep, medianInferenceMs: median(latencies) };
+  // stepsPerSecond: the whole loop (Python env step + inference), as fast as it goes, drawing excluded
+  const stepsPerSecond = state.steps / ((performance.now() - started) / 1000);
+  return { actions, episodeReturn: state.episodeReturn, steps: state.steps, ep: state.policy.ep, medianInferenceMs: median(latencies), stepsPerSecond };
 }
 
 async function guarded(fn) {
@@ -192,7 +257,9 @@ async function guarded(fn) {
 const ready = (async () => {
   $("ep").value = state.epRequest;
   $("ep-status").textContent = "starting Python (Pyodide)…";
+  setBusy("starting Python (Pyodide) and Thrust's envs");
   state.python = await startPython();
+  setBusy(null);
   $("stat-startup").textContent = `${(state.python.startupMs / 1000).toFixed(2)} s`;
   $("ep-status").textContent = "Python ready; pick a bundle";
   await loadIndex();
@@ -200,7 +267,7 @@ const ready = (async () => {
   if (wanted) {
     $("bundle").value = wanted;
     $("seed").value = params.get("seed") || "0";
-    await activate(await fetchBundle(wanted), state.epRequest);
+    await activate(fetchBundle(wanted), state.epRequest);
     if (embed) setPlaying(true);
   } else if (embed) {
     throw new Error("embed mode needs ?bundle=NAME: the bundle to play");
@@ -209,7 +276,7 @@ const ready = (async () => {
 
 ready.catch(showError);
 
-$("bundle").addEventListener("change", (e) => e.target.value && guarded(async () => activate(await fetchBundle(e.target.value), $("ep").value)));
+$("bundle").addEventListener("change", (e) => e.target.value && guarded(() => activate(fetchBundle(e.target.value), $("ep").value)));
 $("ep").addEventListener("change", (e) => state.bundle && guarded(() => activate(state.bundle, e.target.value)));
 $("play").addEventListener("click", () => setPlaying(!state.playing));
 $("step").addEventListener("click", () => guarded(stepOnce));
@@ -218,7 +285,7 @@ $("speed").addEventListener("input", (e) => { $("speed-value").textContent = e.t
 $("files").addEventListener("change", (e) => guarded(async () => {
   const files = Array.from(e.target.files);
   e.target.value = ""; // so choosing the same files again fires another change
-  await activate(await readDropped(files), $("ep").value);
+  await activate(readDropped(files), $("ep").value);
 }));
 const drop = $("drop");
 drop.addEventListener("dragover", (e) => { e.preventDefault(); drop.classList.add("over"); });
@@ -226,7 +293,7 @@ drop.addEventListener("dragleave", () => drop.classList.remove("over"));
 drop.addEventListener("drop", (e) => {
   e.preventDefault();
   drop.classList.remove("over");
-  guarded(async () => activate(await readDropped(e.dataTransfer.files), $("ep").value));
+  guarded(() => activate(readDropped(e.dataTransfer.files), $("ep").value));
 });
 setInterval(updateStats, 500);
 
@@ -246,6 +313,8 @@ async function benchmark({ bundle, ep = "wasm", batch = 1, seconds = 1 } = {}) {
 
 window.thrustPlayer = {
   ready, runEpisode, benchmark,
+  settled: () => queue, // resolves once every queued switch, step and episode is done
+  get activeBundle() { return state.bundle?.name ?? null; },
   get timings() { return { pyodideStartupMs: state.python?.startupMs ?? null }; },
   get activeEp() { return state.policy?.ep ?? null; },
 };

@@ -1,5 +1,5 @@
-// The policy side: an exported bundle (policy.onnx + manifest.json) in onnxruntime-web, on the
-// WebGPU execution provider when the browser offers an adapter, on wasm otherwise.
+// The policy side: an exported bundle (policy.onnx + manifest.json) in onnxruntime-web, on wasm or
+// WebGPU: chosen by hand, or by `choosePolicy`'s "auto" (the faster one on this model, never a software GPU).
 import * as ort from "../node_modules/onnxruntime-web/dist/ort.webgpu.min.mjs";
 
 ort.env.wasm.wasmPaths = new URL("../node_modules/onnxruntime-web/dist/", import.meta.url).href;
@@ -25,27 +25,59 @@ export async function checkBundle(python, manifest, modelBytes) {
   }
 }
 
-// Which EP to use: "webgpu" or "wasm", and why.
-export async function chooseProvider(requested) {
-  let adapter = null;
-  let why = "";
-  if (!("gpu" in navigator)) why = "this browser has no navigator.gpu";
-  else {
-    try {
-      adapter = await navigator.gpu.requestAdapter();
-      if (!adapter) why = "navigator.gpu gave no adapter";
-    } catch (err) {
-      why = `navigator.gpu.requestAdapter failed: ${err.message}`;
-    }
+// The browser's WebGPU adapter, or null and why there is none.
+async function probeWebGPU() {
+  if (!("gpu" in navigator)) return { adapter: null, why: "this browser has no navigator.gpu" };
+  try {
+    const adapter = await navigator.gpu.requestAdapter();
+    return adapter ? { adapter, why: "" } : { adapter: null, why: "navigator.gpu gave no adapter" };
+  } catch (err) {
+    return { adapter: null, why: `navigator.gpu.requestAdapter failed: ${err.message}` };
   }
-  if (requested === "wasm") return { ep: "wasm", why: "wasm chosen by hand" };
-  if (adapter) {
-    const info = adapter.info || {};
-    const name = [info.vendor, info.architecture, info.description].filter(Boolean).join(" ") || "an adapter";
-    return { ep: "webgpu", why: `WebGPU adapter found (${name})` };
+}
+
+function adapterName(adapter) {
+  const info = adapter.info || {};
+  return [info.vendor, info.architecture, info.description].filter(Boolean).join(" ") || "an adapter";
+}
+
+// A software rasteriser (SwiftShader, llvmpipe) behind WebGPU is 20-200x slower than wasm for these nets.
+function isSoftware(adapter) {
+  const info = adapter.info || {};
+  return Boolean(info.isFallbackAdapter) || /swiftshader|llvmpipe|software/i.test(`${adapterName(adapter)} ${info.device || ""}`);
+}
+
+const fmtMs = (value) => (value < 1 ? value.toFixed(2) : value.toFixed(1));
+
+// A policy on the provider `requested` ("auto", "webgpu" or "wasm") and the reason for the provider.
+// "auto" takes wasm when there is no WebGPU or only a software adapter; with a real GPU it times both on
+// this bundle's model (one session at a time) and keeps the faster. `progress(text)` reports each step.
+export async function choosePolicy(manifest, modelBytes, requested, progress = () => {}) {
+  const create = async (ep) => {
+    progress(`creating the ${ep} session`);
+    return Policy.create(manifest, modelBytes, ep);
+  };
+  if (requested === "wasm") return { policy: await create("wasm"), why: "wasm chosen by hand" };
+  const { adapter, why } = await probeWebGPU();
+  if (requested === "webgpu") {
+    if (!adapter) throw new Error(`WebGPU was asked for but is not available: ${why}; choose wasm or auto`);
+    return { policy: await create("webgpu"), why: `WebGPU chosen by hand (${adapterName(adapter)})` };
   }
-  if (requested === "webgpu") throw new Error(`WebGPU was asked for but is not available: ${why}`);
-  return { ep: "wasm", why: `no WebGPU: ${why}; using wasm` };
+  if (!adapter) return { policy: await create("wasm"), why: `no WebGPU (${why}); using wasm` };
+  if (isSoftware(adapter)) {
+    return { policy: await create("wasm"), why: `the only WebGPU adapter is a software one (${adapterName(adapter)}): no GPU; using wasm` };
+  }
+  progress("timing wasm on this model");
+  const wasm = await create("wasm");
+  const wasmMs = await wasm.medianStepMs();
+  await wasm.release();
+  progress("timing WebGPU on this model (compiles its shaders)");
+  const gpu = await create("webgpu");
+  const gpuMs = await gpu.medianStepMs();
+  const figures = `WebGPU ${fmtMs(gpuMs)} ms vs wasm ${fmtMs(wasmMs)} ms per step on this model`;
+  if (gpuMs < wasmMs) return { policy: gpu, why: `auto: ${figures}` };
+  await gpu.release();
+  return { policy: await create("wasm"), why: `auto: ${figures}` };
 }
 
 export class Policy {
@@ -55,7 +87,17 @@ export class Policy {
     }).catch((err) => {
       throw new Error(`onnxruntime-web could not load policy.onnx on ${ep}: ${err.message}`);
     });
-    return new Policy(manifest, session, ep);
+    const policy = new Policy(manifest, session, ep);
+    await policy.act(new Array(manifest.observation.shape.reduce((a, b) => a * b, 1)).fill(0)); // warm-up (compiles shaders)
+    return policy;
+  }
+
+  // Median milliseconds of one step's inference over `steps` calls on a zero observation.
+  async medianStepMs(steps = 15) {
+    const obs = new Array(this.manifest.observation.shape.reduce((a, b) => a * b, 1)).fill(0);
+    const times = [];
+    for (let i = 0; i < steps; i++) times.push((await this.act(obs)).ms);
+    return times.sort((a, b) => a - b)[times.length >> 1];
   }
 
   constructor(manifest, session, ep) {
@@ -71,7 +113,12 @@ export class Policy {
   async act(obs) {
     const input = new ort.Tensor("float32", Float32Array.from(obs), this.shape);
     const started = performance.now();
-    const outputs = await this.session.run({ [this.inputName]: input });
+    let outputs;
+    try {
+      outputs = await this.session.run({ [this.inputName]: input });
+    } catch (err) {
+      throw new Error(`the policy could not be run on ${this.ep}: ${String(err.message).split("\n")[0]} — the model's input does not fit this env's observations, or the model is damaged`);
+    }
     const ms = performance.now() - started;
     const tensor = outputs[this.manifest.action_output];
     if (!tensor) throw new Error(`the model gave no "${this.manifest.action_output}" output`);
