@@ -4,6 +4,7 @@ exactly as SB3's own `predict(deterministic=True)`; what Thrust cannot import is
 from __future__ import annotations
 
 import json
+import os
 import pickle
 import zipfile
 from pathlib import Path
@@ -267,3 +268,22 @@ def test_onnx_import_refuses_what_does_not_fit(models, tmp_path, capsys):
         err = capsys.readouterr().err.strip()
         assert words in err and len(err.splitlines()) == 1, err
     assert not (tmp_path / "never").exists()
+
+
+@pytest.mark.skipif(
+    not os.environ.get("THRUST_REQUIRE_BROWSER") and not Path("/usr/bin/chromium").exists(),
+    reason="needs Debian chromium (/usr/bin/chromium); .ci/run installs it",
+)
+def test_imported_sb3_model_plays_in_the_browser_player(models, tmp_path):
+    from thrust_app.playback import onnx_episode
+    from thrust_app.web.browser import player_page
+    from thrust_app.web.server import PlayerServer
+
+    export = tmp_path / "export"
+    assert main(["import", str(models["ppo"]), "--env", "CartPole-v1", "--out", str(export / "sb3-ppo")]) == 0
+    manifest = load_bundle(export / "sb3-ppo").manifest
+    assert manifest["env_id"] == "thrust/CartPole-v0" and manifest["source"]["trained_on"] == "CartPole-v1"
+    with PlayerServer(port=0, export_dir=export) as server, player_page(server.url) as page:
+        got = page.evaluate("(a) => window.thrustPlayer.runEpisode(a)", {"bundle": "sb3-ppo", "seed": 5, "ep": "wasm"})
+    want = onnx_episode(export / "sb3-ppo", 5)
+    assert got["actions"] == want.actions and got["steps"] == want.steps

@@ -185,10 +185,11 @@ def _cmd_import(args: argparse.Namespace) -> int:
     )
     source, parity = bundle.manifest["source"], bundle.manifest["parity"]
     agreement = f", actions agree {parity['action_agreement']:.1%}" if "action_agreement" in parity else ""
+    twin = f" (Thrust's twin of {source['trained_on']}, the same dynamics)" if source["trained_on"] != bundle.env_id else ""
     folded = f"; VecNormalize statistics folded in from {source['vec_normalize']}" if source["vec_normalize"] else ""
     print(
         f"imported SB3 {source['library_version']} {source['algo'].upper()} ({source['activation']}, "
-        f"{source['postprocessing']}) for {bundle.env_id} to {bundle.path}{folded}\n"
+        f"{source['postprocessing']}) for {bundle.env_id}{twin} to {bundle.path}{folded}\n"
         f"parity: rebuilt torch policy vs onnxruntime max |diff| {parity['max_abs_diff']:.2g}{agreement}; "
         f"{parity['stable_baselines3']}"
     )

@@ -124,20 +124,25 @@ def export_onnx(graph: PolicyGraph, obs_shape: tuple[int, ...], outputs: list[di
     registration_log.setLevel(level)
 
 
+def random_observations(space: Any, rng: np.random.Generator, n: int) -> np.ndarray:
+    """`n` observations uniform within a Box space (N(0, 1) where it is unbounded; sparse 0/1 grids for
+    an image of 0/1 cells), float32."""
+    low = np.asarray(space.low, dtype=np.float64).reshape(space.shape)
+    high = np.asarray(space.high, dtype=np.float64).reshape(space.shape)
+    finite = np.isfinite(low) & np.isfinite(high) & (high - low < 1e6)
+    shape = (n, *space.shape)
+    if low.min() == 0 and high.max() == 1 and len(space.shape) == 3:  # image of 0/1 cells
+        return (rng.random(shape) < 0.1).astype(np.float32)
+    uniform = rng.uniform(np.where(finite, low, 0), np.where(finite, high, 1), size=shape)
+    return np.where(finite, uniform, rng.normal(size=shape)).astype(np.float32)
+
+
 def sample_observations(
     env_id: str, policy: nn.Module, rng: np.random.Generator, n_env_steps: int = 256
 ) -> dict[str, np.ndarray]:
     """Random observations (within the space, or N(0, 1) where it is unbounded) and real ones from rollouts."""
     env = make_batched(env_id, 8, seed=int(rng.integers(2**31)))
-    space = env.observation_space
-    low = np.asarray(space.low, dtype=np.float64).reshape(space.shape)
-    high = np.asarray(space.high, dtype=np.float64).reshape(space.shape)
-    finite = np.isfinite(low) & np.isfinite(high) & (high - low < 1e6)
-    shape = (LARGE_BATCH, *space.shape)
-    uniform = rng.uniform(np.where(finite, low, 0), np.where(finite, high, 1), size=shape)
-    random_obs = np.where(finite, uniform, rng.normal(size=shape)).astype(np.float32)
-    if low.min() == 0 and high.max() == 1 and len(space.shape) == 3:  # image of 0/1 cells
-        random_obs = (rng.random(shape) < 0.1).astype(np.float32)
+    random_obs = random_observations(env.observation_space, rng, LARGE_BATCH)
     obs = env.reset()
     seen = []
     for _ in range(n_env_steps // 8):

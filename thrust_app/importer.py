@@ -7,6 +7,9 @@ fixed at 1 (bundles with such graphs are run one observation at a time). The bun
 check as Thrust's own exports (`exporter.write_bundle`: onnxruntime against the rebuilt torch policy
 on random and real observations, at batch 1 and a large batch), and, where stable-baselines3 is
 installed, the rebuilt policy is also checked against SB3's own `predict(deterministic=True)`.
+
+A model trained on a gymnasium env that Thrust reproduces exactly (CartPole-v1, Pendulum-v1) becomes
+a bundle for Thrust's twin, so the browser player can run it; `source.trained_on` keeps the original id.
 """
 
 from __future__ import annotations
@@ -19,9 +22,18 @@ import numpy as np
 import torch
 
 from .bundle import MANIFEST_FILE, MODEL_FILE, Bundle, BundleError, OnnxPolicy, load_bundle
-from .envs import env_spaces
+from .envs import GYMNASIUM_TWINS, env_spaces
 from .envs.core import Discrete
-from .exporter import MAX_ABS_DIFF, TIE_GAP, ParityError, base_manifest, move_into_place, staged_folder, write_bundle
+from .exporter import (
+    MAX_ABS_DIFF,
+    TIE_GAP,
+    ParityError,
+    base_manifest,
+    move_into_place,
+    random_observations,
+    staged_folder,
+    write_bundle,
+)
 from .onnx_actions import add_action_output, post_process
 from .run_spec import resolve_env_name
 from .sb3_model import SB3Model, check_spaces, read_sb3_zip, read_vec_normalize, rebuild_policy, sb3_reference
@@ -68,7 +80,8 @@ def import_sb3(
     """Turn the SB3 model file `source`, trained on `env`, into a bundle (default `export/<file stem>`)."""
     source = Path(source)
     model = read_sb3_zip(source)
-    env_id = resolve_env_name(env)
+    trained_on = resolve_env_name(env)
+    env_id = GYMNASIUM_TWINS.get(trained_on, trained_on)  # the player runs Thrust's cores only
     obs_space, action_space = env_spaces(env_id)
     check_spaces(model, obs_space, action_space, env_id)
     normalizer = read_vec_normalize(vec_normalize, trust_pickle) if vec_normalize is not None else None
@@ -84,6 +97,7 @@ def import_sb3(
             "library": "stable-baselines3",
             "library_version": model.sb3_version,
             "algo": model.algo,
+            "trained_on": trained_on,
             "file": str(source),
             "vec_normalize": str(vec_normalize) if vec_normalize is not None else None,
             "activation": model.activation,
@@ -104,12 +118,7 @@ def observation_samples(env_id: str, rng: np.random.Generator, n: int = 256) -> 
     from .envs import make_env
 
     env = make_env(env_id)
-    space = env.observation_space
-    low, high = np.broadcast_to(space.low, space.shape), np.broadcast_to(space.high, space.shape)
-    finite = np.isfinite(low) & np.isfinite(high) & (high - low < 1e6)
-    shape = (n, *space.shape)
-    uniform = rng.uniform(np.where(finite, low, 0), np.where(finite, high, 1), size=shape)
-    random_obs = np.where(finite, uniform, rng.normal(size=shape)).astype(np.float32)
+    random_obs = random_observations(env.observation_space, rng, n)
     env.action_space.seed(int(rng.integers(2**31)))
     obs, _ = env.reset(seed=int(rng.integers(2**31)))
     seen = []
@@ -171,7 +180,8 @@ def import_onnx(
         model = onnx.load(str(source))
     except Exception as err:  # DecodeError and friends: not an ONNX file
         raise BundleError(f"{source} is not an ONNX model ({str(err).splitlines()[0][:120]})") from None
-    env_id = resolve_env_name(env)
+    trained_on = resolve_env_name(env)
+    env_id = GYMNASIUM_TWINS.get(trained_on, trained_on)
     obs_space, action_space = env_spaces(env_id)
     if len(model.graph.input) != 1 or model.graph.input[0].type.tensor_type.elem_type != onnx.TensorProto.FLOAT:
         raise BundleError(f"{source} must take one float32 input (the observation); it takes {len(model.graph.input)}")
@@ -184,7 +194,13 @@ def import_onnx(
     batch = dims[0].dim_param or dims[0].dim_value
     fields = {
         "inputs": [{"name": model.graph.input[0].name, "dtype": "float32", "shape": [batch, *obs_space.shape]}],
-        "source": {"library": "onnx", "file": str(source), "action_output": action_output, "postprocessing": post},
+        "source": {
+            "library": "onnx",
+            "trained_on": trained_on,
+            "file": str(source),
+            "action_output": action_output,
+            "postprocessing": post,
+        },
         "command": f"thrust import {source} --env {env} --action-output {action_output} --post {post} --out {out_dir}",
     }
     with staged_folder(out_dir) as staging:

@@ -10,6 +10,10 @@ from typing import Any
 
 from .core import ALIASES, CORE_ENVS, Box, Discrete, UnknownEnvError, make_core, resolve_env_id, valid_names
 
+#: gymnasium envs whose dynamics Thrust's cores reproduce exactly (tests/envs/test_gym_adapter.py), so a
+#: policy trained on one runs on the other: where the player (Pyodide, Thrust's cores only) can run it.
+GYMNASIUM_TWINS = {"CartPole-v1": "thrust/CartPole-v0", "Pendulum-v1": "thrust/Pendulum-v0"}
+
 
 def make_env(name: str, **kwargs: Any) -> Any:
     """A gymnasium env: Thrust's by alias or id (`snake`, `thrust/Snake-v0`), else any gymnasium id.
@@ -36,7 +40,16 @@ def make_env(name: str, **kwargs: Any) -> Any:
         ) from None
 
 
-__all__ = ["ALIASES", "CORE_ENVS", "UnknownEnvError", "env_spaces", "make_env", "resolve_env_id", "valid_names"]
+__all__ = [
+    "ALIASES",
+    "CORE_ENVS",
+    "GYMNASIUM_TWINS",
+    "UnknownEnvError",
+    "env_spaces",
+    "make_env",
+    "resolve_env_id",
+    "valid_names",
+]
 
 
 def env_spaces(name: str) -> tuple[Box, Discrete | Box]:
