@@ -46,6 +46,7 @@ def models(tmp_path_factory) -> dict[str, Path]:
     folder = tmp_path_factory.mktemp("sb3")
     sb3.PPO("MlpPolicy", "CartPole-v1", n_steps=256, batch_size=64, seed=0, verbose=0).learn(2048).save(folder / "ppo")
     sb3.DQN("MlpPolicy", "CartPole-v1", learning_starts=500, seed=0, verbose=0).learn(1500).save(folder / "dqn")
+    sb3.A2C("MlpPolicy", "CartPole-v1", seed=0, verbose=0).learn(1000).save(folder / "a2c")
     kwargs = dict(net_arch=dict(pi=[32, 32], vf=[64]), activation_fn=__import__("torch").nn.ReLU)
     sb3.PPO("MlpPolicy", "Pendulum-v1", n_steps=256, seed=0, verbose=0, policy_kwargs=kwargs).learn(512).save(
         folder / "ppo_box"
@@ -56,13 +57,20 @@ def models(tmp_path_factory) -> dict[str, Path]:
     model.learn(400)
     model.save(folder / "sac")
     venv.save(folder / "vec_normalize.pkl")
-    return {name: folder / f"{name}.zip" for name in ("ppo", "dqn", "ppo_box", "td3", "sac")} | {
+    return {name: folder / f"{name}.zip" for name in ("ppo", "a2c", "dqn", "ppo_box", "td3", "sac")} | {
         "vec_normalize": folder / "vec_normalize.pkl"
     }
 
 
 @pytest.mark.parametrize(
-    ("name", "env_id"), [("ppo", "CartPole-v1"), ("dqn", "CartPole-v1"), ("ppo_box", "Pendulum-v1"), ("td3", "Pendulum-v1")]
+    ("name", "env_id"),
+    [
+        ("ppo", "CartPole-v1"),
+        ("a2c", "CartPole-v1"),
+        ("dqn", "CartPole-v1"),
+        ("ppo_box", "Pendulum-v1"),
+        ("td3", "Pendulum-v1"),
+    ],
 )
 def test_imported_bundle_acts_like_sb3(models, tmp_path, name, env_id):
     assert main(["import", str(models[name]), "--env", env_id, "--out", str(tmp_path / name)]) == 0
