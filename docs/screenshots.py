@@ -3,8 +3,9 @@
     .venv/bin/python docs/screenshots.py [--out docs/img]
 
 Trains a few short runs in a temporary runs folder (two PPO learning rates x 3 seeds on CartPole, a
-DQN CartPole run), starts `thrust app` on a free loopback port over them, opens each tab and saves
-`dashboard-<tab>.png` (thrust_app.web.browser.dashboard_page starts and stops the dashboard).
+DQN CartPole run, a 4-trial x 2-seed learning-rate sweep), starts `thrust app` on a free loopback
+port over them, opens each tab and saves `dashboard-<tab>.png` (thrust_app.web.browser.dashboard_page
+starts and stops the dashboard).
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from pathlib import Path
 from thrust_app.trainer import train
 from thrust_app.web.browser import dashboard_page
 
-TABS = ["New run", "Training", "Runs", "Compare", "Export & play", "Watch"]
+TABS = ["New run", "Training", "Runs", "Compare", "Sweeps", "Export & play", "Watch"]
 
 
 def make_runs(root: Path) -> None:
@@ -50,10 +51,24 @@ def make_runs(root: Path) -> None:
     )
 
 
+def make_sweep(root: Path) -> None:
+    """A small learning-rate search over 2 seeds, for the Sweeps tab."""
+    from thrust_app.sweep import sweep
+
+    spec = root.parent / "lr.yaml"
+    spec.write_text(
+        "name: ppo-cartpole-lr\nalgo: ppo\nenv: cartpole\ntimesteps: 12288\nbase: {n_steps: 32}\n"
+        "search: {learning_rate: {type: loguniform, low: 1.0e-4, high: 3.0e-3}}\n"
+        "trials: 4\nseeds: 2\neval_every: 2048\neval_episodes: 5\n"
+    )
+    sweep(spec, runs_root=root, log=lambda _: None)
+
+
 def take(out: Path) -> None:
     with tempfile.TemporaryDirectory() as folder:
         runs = Path(folder) / "runs"
         make_runs(runs)
+        make_sweep(runs)
         env = {**os.environ, "THRUST_RUNS_DIR": str(runs), "THRUST_EXPORT_DIR": str(Path(folder) / "export")}
         with dashboard_page(env) as page:
             for tab in TABS:
