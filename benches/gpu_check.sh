@@ -16,6 +16,11 @@ if compgen -G ".whl/*.whl" >/dev/null; then
   export PYTHONPATH="/tmp/thrust-site:${PYTHONPATH:-}"
 fi
 export PYTHONPATH="$PWD:${PYTHONPATH:-}" PYTHONUNBUFFERED=1
+# A GPU check on a machine without a GPU measures nothing: say so and fail, never skip quietly.
+if ! python3 -c "import sys, torch; sys.exit(0 if torch.cuda.is_available() else 1)" 2>/dev/null; then
+  echo "gpu_check: no CUDA device here (torch.cuda.is_available() is False, or torch is missing); this script measures a GPU: run it on the lent device" >&2
+  exit 2
+fi
 log="$out/gpu_check.log"
 {
   echo "== host"; nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv || true
