@@ -157,3 +157,12 @@ def test_ctrl_c_interrupts_trials_that_resume_continues_in_their_folders(tmp_pat
         assert status != "interrupted" or (summary["status"] == "finished" and summary["timesteps"] >= 40_000)
     assert before <= {p.name for p in folder.glob("trial-*")}
     assert trial_states(folder).get("complete", 0) >= 4
+
+
+def test_workers_start_no_trial_beyond_the_number(tmp_path):
+    """Two workers, one trial (N seeds of one config): one trial runs, not one per worker."""
+    path = tmp_path / "one.yaml"
+    path.write_text("name: one\nalgo: ppo\nenv: bandit\ntimesteps: 1024\nsearch: {}\ntrials: 1\nseeds: 2\nworkers: 2\n")
+    folder = sweep(path, runs_root=tmp_path / "runs", log=lambda _: None)
+    assert trial_states(folder) == {"complete": 1}
+    assert sorted(p.name for p in folder.glob("trial-*")) == ["trial-0000-s0", "trial-0000-s1"]

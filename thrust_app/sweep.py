@@ -17,6 +17,7 @@ import signal
 import statistics
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -158,6 +159,7 @@ def objective(trial: Any, folder: Path, spec: SweepSpec, interrupted: list[bool]
 
     from .trainer import resume, train
 
+    trial.set_user_attr("pid", os.getpid())  # whose trial this is, for _fail_orphans
     params = {name: suggest(trial, name, space) for name, space in spec.search.items()}
     number = trial.user_attrs.get("continues", trial.number)  # a resumed trial keeps its folders
     scores = []
@@ -232,12 +234,36 @@ def run_worker(folder: Path, worker: int | None = None) -> None:
     worker = int(os.environ.get("THRUST_SWEEP_WORKER", "0")) if worker is None else worker
     study = open_study(folder, spec, worker)
     interrupted: list[bool] = []
-    # One trial at a time, counting before each: a sweep resumed once complete runs none.
-    while (
-        not interrupted
-        and len(study.get_trials(deepcopy=False, states=(TrialState.COMPLETE, TrialState.PRUNED))) < spec.trials
-    ):
+    # One trial at a time, counting before each: a sweep resumed once complete runs none, and a worker
+    # starts no trial while the ones under way would already make up the number (it waits for them:
+    # if one fails, another is needed).
+    while not interrupted:
+        done = len(study.get_trials(deepcopy=False, states=(TrialState.COMPLETE, TrialState.PRUNED)))
+        running = len(study.get_trials(deepcopy=False, states=(TrialState.RUNNING,)))
+        if done >= spec.trials:
+            break
+        if done + running >= spec.trials:
+            _fail_orphans(study)
+            time.sleep(0.5)
+            continue
         study.optimize(lambda trial: objective(trial, folder, spec, interrupted), n_trials=1, catch=(RuntimeError,))
+
+
+def _fail_orphans(study: Any) -> None:
+    """Running trials whose worker process has died (a crash, the OOM killer) are marked failed, so the
+    workers still alive do not wait for them."""
+    from optuna.trial import TrialState
+
+    for trial in study.get_trials(deepcopy=False, states=(TrialState.RUNNING,)):
+        pid = trial.user_attrs.get("pid")
+        if pid is None:
+            continue
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            study._storage.set_trial_state_values(trial._trial_id, TrialState.FAIL)
+        except PermissionError:
+            pass
 
 
 def requeue_interrupted(folder: Path, spec: SweepSpec) -> int:
@@ -285,7 +311,7 @@ def sweep(
         folder.mkdir(parents=True, exist_ok=True)
         atomic_write_json(folder / "sweep.json", dataclasses.asdict(spec))
         open_study(folder, spec)
-    count = workers or spec.workers or os.cpu_count() or 1
+    count = min(workers or spec.workers or os.cpu_count() or 1, spec.trials)  # more workers than trials idle
     log(
         f"thrust: sweep {spec.name}: {spec.trials} trials x {spec.seeds} seed(s) of {spec.algo} on {spec.env}, "
         f"{count} worker process(es), folder {folder}"

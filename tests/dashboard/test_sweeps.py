@@ -91,10 +91,9 @@ def test_stop_then_resume_finishes_every_trial(root):
     sweeps.resume_sweep(folder)
     wait_until(lambda: not sweeps.is_running(folder), 240)
     resumed = sweeps.read_sweep(folder)
-    # the interrupted trial went on in its own folder; with parallel workers the last round may add a trial
-    assert {t.state for t in resumed.trials} == {"complete"} and len(resumed.trials) >= 2, (
-        folder / sweeps.LOG_FILE
-    ).read_text()
+    # the interrupted trial went on in its own folder, and no worker started a trial beyond the two
+    log = (folder / sweeps.LOG_FILE).read_text()
+    assert [t.state for t in resumed.trials] == ["complete", "complete"], log
     assert all((run / "summary.json").exists() for t in resumed.trials for run in t.runs)
 
 
