@@ -771,7 +771,12 @@ def sweep_panel(info) -> None:
         f"{spec.metric}, sampler {spec.sampler}, pruner {spec.pruner} · `{info.path}`"
     )
     if best is not None:
-        st.markdown(f"**Best so far**: trial {best.number}, {spec.metric} = {best.score:.4g}, {fmt_value(best.params)}")
+        settings = ", ".join(
+            f"{key}={value:.4g}" if isinstance(value, float) else f"{key}={value}" for key, value in best.params.items()
+        )
+        st.markdown(
+            f"**Best so far**: trial {best.number}, {spec.metric} = {best.score:.4g}" + (f", {settings}" if settings else "")
+        )
     left, right = st.columns(2)
     done = info.counts().get("complete", 0) + info.counts().get("pruned", 0)
     if info.running and left.button("Stop", key=f"sweep-stop-{info.name}"):

@@ -102,7 +102,10 @@ def list_sweeps(root: Path | None = None) -> list[SweepInfo]:
     root = root or runs_root()
     if not root.is_dir():
         return []
-    folders = sorted((p for p in root.iterdir() if (p / "sweep.json").is_file()), key=lambda p: p.stat().st_mtime)
+    # newest first, by when the sweep was created (reading a study touches its folder, so not the folder's time)
+    folders = sorted(
+        (p for p in root.iterdir() if (p / "sweep.json").is_file()), key=lambda p: (p / "sweep.json").stat().st_mtime
+    )
     return [read_sweep(folder) for folder in reversed(folders)]
 
 
