@@ -400,6 +400,10 @@ def readme_rows(results: list[dict], when: str, seeds: int) -> list[str]:
         rows = rows_of(results, algo, env, source)
         return met_cell(rows, "target_met_at_step", ",.0f") if rows else "not run"
 
+    def train_returns(algo: str, env: str, source: str) -> str:
+        rows = rows_of(results, algo, env, source)
+        return ", ".join(f"{r['train_return_last20']:.0f}" for r in rows) if rows else "not run"
+
     def final(algo: str, env: str) -> str:
         rows = rows_of(results, algo, env, "zoo")
         return value_format(env)(statistics.fmean(r["final_mean"] for r in rows)) if rows else "not run"
@@ -410,7 +414,8 @@ def readme_rows(results: list[dict], when: str, seeds: int) -> list[str]:
         f"| CartPole, PPO / A2C / DQN, presets | eval >= 475 at {met('ppo', 'cartpole')} / {met('a2c', 'cartpole')} / "
         f"{met('dqn', 'cartpole')} steps (median of {seeds} seeds; budgets 100k / 200k / 50k) |",
         f"| CartPole at CleanRL's defaults, PPO / DQN | eval >= 475 at {met('ppo', 'cartpole', 'cleanrl')} / "
-        f"{met('dqn', 'cartpole', 'cleanrl')} steps |",
+        f"{met('dqn', 'cartpole', 'cleanrl')} steps; DQN's training return over its last 20 episodes "
+        f"{train_returns('dqn', 'cartpole', 'cleanrl')} (random policy: about 22) |",
         f"| CartPole at SB3's defaults, PPO / A2C / DQN | eval >= 475 at {met('ppo', 'cartpole', 'sb3')} / "
         f"{met('a2c', 'cartpole', 'sb3')} / {met('dqn', 'cartpole', 'sb3')} steps |",
         f"| Pendulum, SAC preset / CleanRL / SB3 | eval >= -200 at {met('sac', 'pendulum')} / "
