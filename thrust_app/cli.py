@@ -493,6 +493,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args([word for word in argv if word != "--debug"])
     try:
         return args.func(args)
+    except BrokenPipeError:  # the reader went away (`thrust eval ... | head`): stop quietly, as Unix tools do
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # so the exit-time flush does not fail too
+        return 0
     except Exception as err:
         message, code = error_line(err)
         if debug:
