@@ -24,6 +24,8 @@ import venv
 from pathlib import Path
 from tempfile import TemporaryDirectory
 
+from validation import SETTINGS
+
 ROOT = Path(__file__).resolve().parents[1]
 VENV = ROOT / ".bench" / "cleanrl-venv"
 CLEANRL = "cleanrl==0.4.8"
@@ -39,53 +41,23 @@ COMMON_ARGS = ["--cuda", "false", "--gym-id", "CartPole-v1"]
 #: --quick budgets: a smoke run (DQN's just past its 10k warm-up steps, so a few updates are timed).
 QUICK_BUDGET = {"ppo": 20_000, "dqn": 12_000}
 
-#: CleanRL 0.4.8's script defaults as Thrust config values, with each script's default budget.
+#: CleanRL 0.4.8's script defaults as Thrust config values, with each script's default budget: the
+#: validation's CleanRL settings (those of CleanRL's current scripts) with what 0.4.8 sets differently.
 THRUST_SETTINGS = {
-    # ppo.py: 4 envs x 128 steps, 4 minibatches, 4 epochs, Adam lr 3e-4 annealed, ent 0.01,
-    # clipped value loss (clip 0.2), vf_coef 0.5 on 0.5 * MSE (0.25 here)
-    "ppo": (
-        100_000,
-        dict(
-            n_envs=4,
-            n_steps=128,
-            batch_size=128,
-            n_epochs=4,
-            learning_rate=3e-4,
-            lr_schedule="linear",
-            gamma=0.99,
-            gae_lambda=0.95,
-            clip_range=0.2,
-            clip_schedule="constant",
-            clip_range_vf=0.2,
-            ent_coef=0.01,
-            vf_coef=0.25,
-            max_grad_norm=0.5,
-            normalize_advantage=True,
-            hidden=(64, 64),
-        ),
-    ),
-    # dqn.py: one gradient step per env step after 10k, batch 32, MSE, 120-84 net, target copy every 500
+    # ppo.py 0.4.8: Adam lr 3e-4 (current: 2.5e-4); the rest as now
+    "ppo": (100_000, {**SETTINGS["cleanrl"]["ppo"], "learning_rate": 3e-4}),
+    # dqn.py 0.4.8: a gradient step of batch 32 per env step after 10k, lr 7e-4, epsilon over 80% of the
+    # budget, gradients clipped at 0.5 (current: batch 128 every 10 steps, lr 2.5e-4, 50%, no clipping)
     "dqn": (
         20_000,
-        dict(
-            n_envs=1,
-            learning_rate=7e-4,
-            buffer_size=10_000,
-            learning_starts=10_000,
-            batch_size=32,
-            train_freq=1,
-            gradient_steps=1,
-            target_update_interval=500,
-            tau=1.0,
-            gamma=0.99,
-            exploration_fraction=0.8,
-            exploration_initial_eps=1.0,
-            exploration_final_eps=0.05,
-            double_dqn=False,
-            max_grad_norm=0.5,
-            loss="mse",
-            hidden=(120, 84),
-        ),
+        {
+            **SETTINGS["cleanrl"]["dqn"],
+            "learning_rate": 7e-4,
+            "batch_size": 32,
+            "train_freq": 1,
+            "exploration_fraction": 0.8,
+            "max_grad_norm": 0.5,
+        },
     ),
 }
 

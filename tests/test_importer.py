@@ -14,7 +14,7 @@ import pytest
 
 from thrust_app.bundle import OnnxPolicy, load_bundle
 from thrust_app.cli import main
-from thrust_app.envs import make_env
+from thrust_app.importer import observation_samples
 
 sb3 = pytest.importorskip("stable_baselines3", reason="make test installs stable-baselines3 (the test extra)")
 from stable_baselines3.common.env_util import make_vec_env  # noqa: E402
@@ -23,16 +23,7 @@ from stable_baselines3.common.vec_env import VecNormalize  # noqa: E402
 
 def env_observations(env_id: str, n: int = 200, seed: int = 0) -> np.ndarray:
     """Observations from random play, the states a policy really sees."""
-    env = make_env(env_id)
-    obs, _ = env.reset(seed=seed)
-    seen = []
-    for _ in range(n):
-        seen.append(obs)
-        obs, _, terminated, truncated, _ = env.step(env.action_space.sample())
-        if terminated or truncated:
-            obs, _ = env.reset()
-    env.close()
-    return np.asarray(seen, dtype=np.float32)
+    return observation_samples(env_id, np.random.default_rng(seed), n)["env"]
 
 
 def bundle_actions(bundle_dir: Path, obs: np.ndarray) -> np.ndarray:
