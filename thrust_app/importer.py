@@ -207,7 +207,6 @@ def import_onnx(
         model_path = staging / MODEL_FILE
         onnx.save(model, str(model_path))
         manifest = {**base_manifest(env_id, algo, tuple(obs_space.shape), action_space, outputs, model_path), **fields}
-        (staging / MANIFEST_FILE).write_text(json.dumps(manifest, indent=2) + "\n")
         samples = observation_samples(env_id, np.random.default_rng(0))
         manifest["parity"] = onnx_parity(source, Bundle(staging, manifest), source_output, post, action_space, samples)
         (staging / MANIFEST_FILE).write_text(json.dumps(manifest, indent=2) + "\n")

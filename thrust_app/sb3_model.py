@@ -272,11 +272,11 @@ def sb3_reference(model: SB3Model, env_id: str, normalizer: ObsNormalizer | None
     """SB3's own `predict(obs, deterministic=True)` for the model, built from its class, the env's spaces
     and the weights (no pickle); None when stable-baselines3 is not installed."""
     try:
-        import importlib
-
         import stable_baselines3  # noqa: F401
     except ImportError:
         return None
+    import importlib
+
     from .envs import make_env
 
     module_name, class_name = SB3_POLICY_CLASSES[model.algo].rsplit(".", 1)
