@@ -220,7 +220,14 @@ def _cmd_sweep(args: argparse.Namespace) -> int:
         return 0
     if bool(args.file) == bool(args.resume):
         raise UsageError("thrust sweep needs a sweep file (thrust sweep SWEEP.yaml) or --resume runs/<sweep>")
-    folder = sweep(args.file, resume_folder=args.resume, runs_root=args.runs_root, workers=args.workers)
+    folder = sweep(
+        args.file,
+        resume_folder=args.resume,
+        runs_root=args.runs_root,
+        workers=args.workers,
+        engine=args.engine,
+        address=args.address,
+    )
     states = ", ".join(f"{count} {state}" for state, count in trial_states(folder).items())
     print(f"thrust: trials: {states}")
     best = best_trial(folder)
@@ -440,13 +447,17 @@ def build_parser() -> argparse.ArgumentParser:
 
     sw = sub.add_parser(
         "sweep",
-        help="many runs: an Optuna search (and seeds) over a config, in parallel processes",
+        help="many runs: an Optuna search (and seeds) over a config, in parallel processes or on Ray",
         description="Run the sweep a YAML file describes (examples/sweeps/), or continue one.",
     )
     sw.add_argument("file", nargs="?", help="the sweep file")
     sw.add_argument("--resume", metavar="SWEEP_DIR", help="continue a sweep: finished trials kept, running ones resumed")
     sw.add_argument("--workers", type=int, help="worker processes (default: the file's, else one per core)")
     sw.add_argument("--runs-root", default="runs", help="where the sweep's folder goes (default runs/)")
+    sw.add_argument(
+        "--engine", choices=("optuna", "ray"), help="optuna: embedded (default); ray: Ray Tune (ASHA, PBT, clusters)"
+    )
+    sw.add_argument("--address", help="Ray engine: join the Ray cluster at auto or HOST:PORT (default: a local Ray)")
     sw.add_argument("--worker", help=argparse.SUPPRESS)  # internal: one worker process of a sweep
     sw.set_defaults(func=_cmd_sweep)
 

@@ -115,7 +115,8 @@ class RunLogger:
         pending = self.pending
         self.pending = {"returns": [], "lengths": [], "stats": []}
         stats = pending["stats"]
-        losses = {key: statistics.fmean(s[key] for s in stats if key in s) for key in (stats[0] if stats else {})}
+        keys = dict.fromkeys(key for record in stats for key in record)  # warm-up iterations have no losses
+        losses = {key: statistics.fmean(s[key] for s in stats if key in s) for key in keys}
         returns = pending["returns"]
         self.write(
             {

@@ -146,6 +146,26 @@ def make_spec(
     )
 
 
+def with_overrides(spec: RunSpec, overrides: dict[str, Any]) -> RunSpec:
+    """`spec` with some of its algorithm's settings changed (a PBT exploit's new learning rate), checked
+    like any user's choice; everything else (env, seed, budget, intervals) stays."""
+    return make_spec(
+        spec.algo,
+        spec.env,
+        spec.timesteps,
+        spec.seed,
+        spec.device,
+        spec.eval_every,
+        spec.eval_episodes,
+        spec.stop_at_return,
+        {**spec.overrides, **overrides},
+        spec.checkpoint_every,
+        spec.torch_threads,
+        spec.env_backend,
+        spec.tensorboard,
+    )
+
+
 def load_spec(run_dir: str | Path) -> RunSpec:
     """The RunSpec a run folder's config.json holds."""
     path = Path(run_dir) / "config.json"
@@ -156,4 +176,4 @@ def load_spec(run_dir: str | Path) -> RunSpec:
     return RunSpec(**{key: value for key, value in saved.items() if key in fields})
 
 
-__all__ = ["SOLVED_AT", "RunSpec", "load_spec", "make_spec", "resolve_env_name", "solve_threshold"]
+__all__ = ["SOLVED_AT", "RunSpec", "load_spec", "make_spec", "resolve_env_name", "solve_threshold", "with_overrides"]

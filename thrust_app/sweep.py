@@ -1,4 +1,5 @@
-"""`thrust sweep SWEEP.yaml`: many runs on one machine, with Optuna embedded.
+"""`thrust sweep SWEEP.yaml`: many runs on one machine, with Optuna embedded (Ray Tune for clusters:
+`sweep_ray.py`, chosen by `engine: ray` or `--engine ray`).
 
 Optuna samples the settings (TPE, random or grid) and prunes (median or successive halving) from
 evaluations reported during training. `workers` processes share the study through a journal file in
@@ -18,8 +19,9 @@ import statistics
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import yaml
 
@@ -27,13 +29,22 @@ from .config import ConfigError
 from .run_spec import make_spec
 from .runs import atomic_write_json, read_json
 
+if TYPE_CHECKING:
+    from .trainer import IterationHook, ResumeFrom, Trainer
+
 SWEEP_FILE = "sweep.yaml"
 JOURNAL_FILE = "study.journal"
 #: What a trial optimises: the final evaluation's mean return (maximised), or the step at which an
 #: evaluation first reached the env's threshold (minimised; a run that never solves counts as 2x budget).
 METRICS = {"eval_mean": "maximize", "solved_at_step": "minimize"}
 SAMPLERS = ("tpe", "random", "grid")
-PRUNERS = ("none", "median", "successive_halving")
+#: How trials are stopped early (or, with PBT, continued from better ones). Optuna's successive-halving
+#: pruner is asynchronous, so "asha" is the same pruner there; PBT needs Ray.
+PRUNERS = ("none", "median", "successive_halving", "asha", "pbt")
+ENGINES = ("optuna", "ray")
+TRIAL_FILE = "trial.json"
+#: The Ray engine's record of its trials (sweep_ray.Ledger writes it).
+LEDGER_FILE = "trials.json"
 
 
 @dataclasses.dataclass
@@ -54,9 +65,19 @@ class SweepSpec:
     pruner: str = "none"
     #: Trials the pruner lets finish before it compares (Optuna's default 5; the zoo's too).
     pruner_startup_trials: int = 5
-    workers: int = 0  #: 0: as many as the machine has cores
+    workers: int = 0  #: 0: as many as the machine has cores (Optuna) / as Ray's resources allow
     eval_every: int | None = None
     eval_episodes: int = 10
+    #: "optuna" (embedded, worker processes on this machine) or "ray" (Ray Tune: ASHA, PBT, clusters).
+    engine: str = "optuna"
+    #: CPU cores per trial: its torch threads, and what Ray reserves for it.
+    cpus_per_trial: int = 1
+    #: GPU share per trial (0.25: four trials per GPU); above 0 trials train on CUDA.
+    gpus_per_trial: float = 0.0
+    #: PBT: env steps between exploit/explore rounds (default: eval_every; a round needs an evaluation).
+    pbt_interval: int | None = None
+    #: Ray: times a failed trial is restarted from its last checkpoint before it counts as failed.
+    max_failures: int = 2
 
     @classmethod
     def from_yaml(cls, path: str | Path) -> SweepSpec:
@@ -88,8 +109,16 @@ class SweepSpec:
                 f"metric must be one of {', '.join(METRICS)}, sampler one of {', '.join(SAMPLERS)}, "
                 f"pruner one of {', '.join(PRUNERS)}"
             )
-        if min(self.seeds, self.trials, self.timesteps) < 1 or self.workers < 0:
-            raise ConfigError("seeds, trials and timesteps must be >= 1, workers >= 0")
+        if self.engine not in ENGINES:
+            raise ConfigError(f"engine must be one of {', '.join(ENGINES)}, got {self.engine!r}")
+        if min(self.seeds, self.trials, self.timesteps, self.cpus_per_trial) < 1 or self.workers < 0:
+            raise ConfigError("seeds, trials, timesteps and cpus_per_trial must be >= 1, workers >= 0")
+        if self.gpus_per_trial < 0 or self.max_failures < 0:
+            raise ConfigError("gpus_per_trial and max_failures must be >= 0")
+        if self.pruner == "pbt" and self.engine != "ray":
+            raise ConfigError("pruner: pbt needs the Ray engine: add `engine: ray` or run `thrust sweep --engine ray`")
+        if self.pruner == "pbt" and (self.seeds != 1 or self.sampler == "grid"):
+            raise ConfigError("PBT copies weights between trials, so each trial is one seed (seeds: 1), sampled (not grid)")
         for name, space in self.search.items():
             _check_space(name, space)
         if self.sampler == "grid" and any(space["type"] != "choice" for space in self.search.values()):
@@ -140,6 +169,7 @@ def open_study(folder: Path, spec: SweepSpec, worker: int = 0) -> Any:
         "none": optuna.pruners.NopPruner,
         "median": lambda: optuna.pruners.MedianPruner(n_startup_trials=spec.pruner_startup_trials, n_warmup_steps=1),
         "successive_halving": optuna.pruners.SuccessiveHalvingPruner,
+        "asha": optuna.pruners.SuccessiveHalvingPruner,
     }
     storage = JournalStorage(JournalFileBackend(str(folder / JOURNAL_FILE)))
     return optuna.create_study(
@@ -157,37 +187,13 @@ def objective(trial: Any, folder: Path, spec: SweepSpec, interrupted: list[bool]
     stopped by a signal marks the trial interrupted (resume continues it) and `interrupted` non-empty."""
     import optuna
 
-    from .trainer import resume, train
-
     trial.set_user_attr("pid", os.getpid())  # whose trial this is, for _fail_orphans
     params = {name: suggest(trial, name, space) for name, space in spec.search.items()}
     number = trial.user_attrs.get("continues", trial.number)  # a resumed trial keeps its folders
     scores = []
     for index in range(spec.seeds):
-        seed = spec.seed + index
-        run_dir = folder / f"trial-{number:04d}-s{seed}"
-        hook = _pruning_hook(trial) if index == 0 else None
-        quiet = {"progress": False, "log": lambda _: None, "on_iteration": hook}
-        if (run_dir / "config.json").exists() and not (run_dir / "last.pt").exists():
-            shutil.rmtree(run_dir)  # killed before its first checkpoint: nothing to keep, start it again
-        ended = read_json(run_dir / "summary.json") if (run_dir / "summary.json").exists() else {}
-        if ended.get("status") in ("finished", "solved"):
-            summary = ended
-        elif (run_dir / "last.pt").exists():  # killed (no summary), or stopped by a signal: go on from there
-            summary = resume(run_dir, **quiet)
-        else:
-            summary = train(
-                spec.algo,
-                spec.env,
-                timesteps=spec.timesteps,
-                seed=seed,
-                run_dir=run_dir,
-                eval_every=spec.eval_every,
-                eval_episodes=spec.eval_episodes,
-                overrides={**spec.base, **params},
-                **quiet,
-            )
-        atomic_write_json(run_dir / "trial.json", {"sweep": spec.name, "trial": number, "params": params})
+        hook = _pruning_hook(trial, spec) if index == 0 else None
+        summary = run_seed(folder, spec, number, index, params, hook)
         if summary["status"] == "pruned":
             raise optuna.TrialPruned()
         if summary["status"] in ("interrupted", "terminated"):  # Ctrl-C or kill: this worker stops here
@@ -195,32 +201,101 @@ def objective(trial: Any, folder: Path, spec: SweepSpec, interrupted: list[bool]
             interrupted.append(True)
         if summary["status"] not in ("finished", "solved"):
             if summary["status"] not in ("interrupted", "terminated"):
-                print(f"thrust: trial {number} failed: {run_dir} ended {summary['status']}", file=sys.stderr)
-            raise RuntimeError(f"{run_dir} ended {summary['status']}")
-        scores.append(_score(summary, spec))
+                print(f"thrust: trial {number} failed: {summary['run_dir']} ended {summary['status']}", file=sys.stderr)
+            raise RuntimeError(f"{summary['run_dir']} ended {summary['status']}")
+        scores.append(score(summary, spec))
     return statistics.fmean(scores)
 
 
-def _score(summary: dict[str, Any], spec: SweepSpec) -> float:
+def run_folder(folder: Path, spec: SweepSpec, number: int, index: int) -> Path:
+    """Where trial `number` trains its `index`-th seed."""
+    return folder / f"trial-{number:04d}-s{spec.seed + index}"
+
+
+def run_seed(
+    folder: Path,
+    spec: SweepSpec,
+    number: int,
+    index: int,
+    params: dict[str, Any],
+    hook: IterationHook | None,
+    start: ResumeFrom | None = None,
+) -> dict[str, Any]:
+    """One seed of a trial, in its run folder: trained, continued from where a killed or stopped sweep left
+    it, or (`start`, a PBT exploit or a Ray retry) continued from a given checkpoint under `params`; the
+    summary. trial.json beside the run says which sweep and trial it belongs to and its settings."""
+    from .trainer import resume, train
+
+    run_dir = run_folder(folder, spec, number, index)
+    quiet = {"progress": False, "log": lambda _: None, "on_iteration": hook}
+    if (run_dir / "config.json").exists() and not (run_dir / "last.pt").exists() and start is None:
+        shutil.rmtree(run_dir)  # killed before its first checkpoint: nothing to keep, start it again
+    ended = read_json(run_dir / "summary.json") if (run_dir / "summary.json").exists() else {}
+    if start is not None:
+        summary = resume(run_dir, start=start, **quiet)
+    elif ended.get("status") in ("finished", "solved"):
+        summary = ended
+    elif (run_dir / "last.pt").exists():  # killed (no summary), or stopped by a signal: go on from there
+        summary = resume(run_dir, **quiet)
+    else:
+        summary = train(
+            spec.algo,
+            spec.env,
+            timesteps=spec.timesteps,
+            seed=spec.seed + index,
+            device="cuda" if spec.gpus_per_trial > 0 else "cpu",
+            torch_threads=spec.cpus_per_trial,
+            run_dir=run_dir,
+            eval_every=spec.eval_every,
+            eval_episodes=spec.eval_episodes,
+            overrides={**spec.base, **params},
+            **quiet,
+        )
+    record = read_json(run_dir / TRIAL_FILE) if (run_dir / TRIAL_FILE).exists() else {}
+    record.update(sweep=spec.name, trial=number, engine=spec.engine, params=params)
+    atomic_write_json(run_dir / TRIAL_FILE, record)
+    return summary
+
+
+def score(summary: dict[str, Any], spec: SweepSpec) -> float:
+    """A finished run's value of the sweep's metric."""
     if spec.metric == "solved_at_step":
         return summary["solved_at_step"] if summary["solved_at_step"] is not None else 2 * spec.timesteps
     return summary["eval_mean"]
 
 
-def _pruning_hook(trial: Any):
-    """Report each new evaluation to Optuna; stop the run as "pruned" when the pruner says so."""
+def score_so_far(trainer: Trainer, spec: SweepSpec) -> float:
+    """The metric as a run in progress stands (what pruners and schedulers compare): its last evaluation's
+    mean return, or the step it solved at (2x the budget while unsolved: never better than a solved run)."""
+    if spec.metric == "solved_at_step":
+        solved = trainer.logger.solved_at_step
+        return solved if solved is not None else 2 * spec.timesteps
+    return trainer.logger.last_eval.mean
+
+
+def on_new_evaluation(report: Callable[[Trainer], None]) -> IterationHook:
+    """An iteration hook calling `report(trainer)` once after each new evaluation."""
     reported: set[int] = set()
 
-    def hook(trainer: Any) -> None:
+    def hook(trainer: Trainer) -> None:
         step = trainer.logger.last_eval_step
         if step is None or step in reported:
             return
         reported.add(step)
-        trial.report(trainer.logger.last_eval.mean, step)
+        report(trainer)
+
+    return hook
+
+
+def _pruning_hook(trial: Any, spec: SweepSpec) -> IterationHook:
+    """Report each new evaluation to Optuna; stop the run as "pruned" when the pruner says so."""
+
+    def report(trainer: Trainer) -> None:
+        trial.report(score_so_far(trainer, spec), trainer.logger.last_eval_step)
         if trial.should_prune():
             trainer.request_stop("pruned")
 
-    return hook
+    return on_new_evaluation(report)
 
 
 # -- running it -----------------------------------------------------------------------------------------
@@ -230,7 +305,7 @@ def run_worker(folder: Path, worker: int | None = None) -> None:
     from optuna.trial import TrialState
 
     torch.set_num_threads(1)
-    spec = SweepSpec(**read_json(folder / "sweep.json"))
+    spec = load_sweep(folder)
     worker = int(os.environ.get("THRUST_SWEEP_WORKER", "0")) if worker is None else worker
     study = open_study(folder, spec, worker)
     interrupted: list[bool] = []
@@ -296,22 +371,38 @@ def sweep(
     resume_folder: str | Path | None = None,
     runs_root: str | Path = "runs",
     workers: int | None = None,
+    engine: str | None = None,
+    address: str | None = None,
     log=print,
 ) -> Path:
-    """Run a sweep (from its YAML file) or continue one (from its folder); returns the sweep folder."""
+    """Run a sweep (from its YAML file; `engine` overrides the file's) or continue one (from its folder);
+    returns the sweep folder. `address`: a Ray cluster to run on (Ray engine only)."""
     if resume_folder is not None:
         folder = Path(resume_folder)
-        spec = SweepSpec(**read_json(folder / "sweep.json"))
-        log(f"thrust: continuing sweep {spec.name}: {requeue_interrupted(folder, spec)} interrupted trial(s) queued again")
+        spec = load_sweep(folder)
     else:
         spec = SweepSpec.from_yaml(path)
+        if engine is not None:
+            spec = dataclasses.replace(spec, engine=engine)
+            spec.check()
         folder = Path(runs_root) / spec.name
         if (folder / "sweep.json").exists():
             raise ConfigError(f"{folder} already holds a sweep; continue it with `thrust sweep --resume {folder}`")
         folder.mkdir(parents=True, exist_ok=True)
         atomic_write_json(folder / "sweep.json", dataclasses.asdict(spec))
+    if address is not None and spec.engine != "ray":
+        raise ConfigError("--address joins a Ray cluster: add --engine ray (or `engine: ray` in the sweep file)")
+    if spec.engine == "ray":
+        from .sweep_ray import run_ray_sweep
+
+        run_ray_sweep(folder, spec, resume=resume_folder is not None, address=address, workers=workers, log=log)
+        return folder
+    if resume_folder is not None:
+        log(f"thrust: continuing sweep {spec.name}: {requeue_interrupted(folder, spec)} interrupted trial(s) queued again")
+    else:
         open_study(folder, spec)
-    count = min(workers or spec.workers or os.cpu_count() or 1, spec.trials)  # more workers than trials idle
+    # more workers than trials idle
+    count = min(workers or spec.workers or (os.cpu_count() or 1) // spec.cpus_per_trial or 1, spec.trials)
     log(
         f"thrust: sweep {spec.name}: {spec.trials} trials x {spec.seeds} seed(s) of {spec.algo} on {spec.env}, "
         f"{count} worker process(es), folder {folder}"
@@ -342,24 +433,56 @@ def sweep(
     return folder
 
 
+def load_sweep(folder: Path) -> SweepSpec:
+    """The spec a sweep folder's sweep.json holds."""
+    if not (Path(folder) / "sweep.json").is_file():
+        raise ConfigError(f"{folder} is not a sweep folder (no sweep.json); start one with `thrust sweep SWEEP.yaml`")
+    return SweepSpec(**read_json(Path(folder) / "sweep.json"))
+
+
+@dataclasses.dataclass
+class TrialRecord:
+    """One trial as the sweep's engine holds it (Optuna's study, or the Ray engine's trials.json)."""
+
+    number: int
+    state: str  #: complete, pruned, fail, running or waiting
+    score: float | None
+    params: dict[str, Any]
+
+
+def list_trials(folder: Path) -> list[TrialRecord]:
+    """The sweep's trials by number; a trial continued after a kill is listed once, with its last state."""
+    spec = load_sweep(folder)
+    if spec.engine == "ray":
+        ledger = read_json(folder / LEDGER_FILE) if (folder / LEDGER_FILE).exists() else {}
+        return [
+            TrialRecord(entry["number"], entry["state"], entry["score"], entry["params"])
+            for entry in sorted(ledger.values(), key=lambda entry: entry["number"])
+        ]
+    trials: dict[int, TrialRecord] = {}
+    for trial in open_study(folder, spec).get_trials(deepcopy=False):
+        number = trial.user_attrs.get("continues", trial.number)
+        trials[number] = TrialRecord(number, trial.state.name.lower(), trial.value, dict(trial.params))
+    return sorted(trials.values(), key=lambda trial: trial.number)
+
+
 def best_trial(folder: Path) -> dict[str, Any] | None:
     """The best finished trial: its number, score and settings."""
-    spec = SweepSpec(**read_json(folder / "sweep.json"))
-    study = open_study(folder, spec)
-    try:
-        trial = study.best_trial
-    except ValueError:  # no finished trial yet
+    spec = load_sweep(folder)
+    finished = [trial for trial in list_trials(folder) if trial.state == "complete" and trial.score is not None]
+    if not finished:
         return None
-    return {"trial": trial.user_attrs.get("continues", trial.number), "score": trial.value, "params": trial.params}
+    sign = 1 if METRICS[spec.metric] == "maximize" else -1
+    trial = max(finished, key=lambda trial: sign * trial.score)
+    return {"trial": trial.number, "score": trial.score, "params": trial.params}
 
 
 def trial_states(folder: Path) -> dict[str, int]:
     """How many trials are finished, pruned, failed, running or waiting."""
-    spec = SweepSpec(**read_json(folder / "sweep.json"))
     counts: dict[str, int] = {}
-    for trial in open_study(folder, spec).get_trials(deepcopy=False):
-        counts[trial.state.name.lower()] = counts.get(trial.state.name.lower(), 0) + 1
+    for trial in list_trials(folder):
+        counts[trial.state] = counts.get(trial.state, 0) + 1
     return counts
 
 
-__all__ = ["SweepSpec", "best_trial", "sweep", "trial_states"]
+__all__ = ["SweepSpec", "TrialRecord", "best_trial", "list_trials", "load_sweep", "sweep", "trial_states"]

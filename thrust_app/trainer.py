@@ -31,7 +31,7 @@ from .envs.batched import make_batched
 from .evaluation import evaluate
 from .run_lock import RunLock
 from .run_logger import RecordListener, RunLogger
-from .run_spec import RunSpec, load_spec, make_spec, solve_threshold
+from .run_spec import RunSpec, load_spec, make_spec, solve_threshold, with_overrides
 from .runs import RunDirError, atomic_write_json, new_run_dir, read_json, truncate_metrics
 from .tensors import EnvIO
 
@@ -153,6 +153,7 @@ class Trainer:
             self.diverged_at_step = self.step
             return False
         self.obs = iteration.obs
+        iteration.stats["learning_rate"] = self.algo.learning_rate
         self.logger.add_iteration(iteration)
         return True
 
@@ -329,27 +330,39 @@ def write_config(run_dir: Path, spec: RunSpec) -> None:
     (run_dir / "metrics.jsonl").touch()
 
 
+@dataclasses.dataclass
+class ResumeFrom:
+    """Where and how `resume` continues: another checkpoint than the folder's last.pt (a PBT exploit
+    continues from the better trial's), and settings changed on the way (its new learning rate)."""
+
+    checkpoint: Path | None = None
+    overrides: dict[str, Any] = dataclasses.field(default_factory=dict)
+
+
 def resume(
     run_dir: str | Path,
     *,
     device: str | None = None,
     timesteps: int | None = None,
+    start: ResumeFrom | None = None,
     progress: bool = True,
     on_record: RecordListener | None = None,
     on_iteration: IterationHook | None = None,
     log: Callable[[str], None] = print,
 ) -> dict[str, Any]:
-    """Continue a run from its last checkpoint (to its own budget, or to `timesteps` if given)."""
+    """Continue a run from its last checkpoint (to its own budget, or to `timesteps` if given); `start`
+    continues from another checkpoint and/or under changed settings, written to config.json."""
     run_dir = Path(run_dir)
     load_spec(run_dir)  # not a run folder: say so before taking its lock
     with RunLock(run_dir):
-        return _resume_in(run_dir, device, timesteps, progress, on_record, on_iteration, log)
+        return _resume_in(run_dir, device, timesteps, start or ResumeFrom(), progress, on_record, on_iteration, log)
 
 
 def _resume_in(
     run_dir: Path,
     device: str | None,
     timesteps: int | None,
+    start: ResumeFrom,
     progress: bool,
     on_record: RecordListener | None,
     on_iteration: IterationHook | None,
@@ -358,8 +371,10 @@ def _resume_in(
     spec = load_spec(run_dir)
     if timesteps is not None:
         spec = dataclasses.replace(spec, timesteps=timesteps)
+    if start.overrides:
+        spec = with_overrides(spec, start.overrides)
     summary_path = run_dir / "summary.json"
-    done = read_json(summary_path) if summary_path.exists() else {}
+    done = read_json(summary_path) if summary_path.exists() and start.checkpoint is None else {}
     if done.get("status") in ("finished", "solved") and done.get("timesteps", 0) >= spec.timesteps:
         raise RunDirError(
             f"{run_dir} already {done['status']} at step {done['timesteps']:,} of its {spec.timesteps:,}; "
@@ -367,10 +382,12 @@ def _resume_in(
         )
     torch_device = resolve_device(device or spec.device, spec.torch_threads)
     trainer = Trainer(spec, run_dir, torch_device, progress, on_record, on_iteration)
-    trainer.restore(trainer.checkpointer.load(torch_device))
+    trainer.restore(trainer.checkpointer.load(torch_device, start.checkpoint))
     for note in trainer.algo.notes:
         log(f"thrust: {note}")
-    if timesteps is not None:
+    if start.overrides:
+        write_config(run_dir, spec)
+    elif timesteps is not None:
         atomic_write_json(run_dir / "config.json", {**read_json(run_dir / "config.json"), "timesteps": timesteps})
     truncate_metrics(run_dir / "metrics.jsonl", trainer.step)
     log(f"thrust: resuming {spec.algo} on {spec.env} at step {trainer.step:,} of {spec.timesteps:,}, device {torch_device}")
@@ -388,4 +405,4 @@ def load_policy(run_dir: str | Path, device: str = "cpu") -> tuple[RunSpec, torc
     return spec, algo.policy
 
 
-__all__ = ["Every", "RunSpec", "Trainer", "load_policy", "load_spec", "make_spec", "resume", "train"]
+__all__ = ["Every", "ResumeFrom", "RunSpec", "Trainer", "load_policy", "load_spec", "make_spec", "resume", "train"]

@@ -52,6 +52,8 @@ class Algorithm(ABC):
         self.generator = torch.Generator(device=device)
         self.generator.manual_seed(seed)
         self.num_timesteps = 0
+        #: The optimizers' learning rate now (set by apply_schedules).
+        self.learning_rate: float = config.learning_rate
         #: Things the user should know about how this run computes (a fallback taken, say); printed at start.
         self.notes: list[str] = []
 
@@ -69,6 +71,7 @@ class Algorithm(ABC):
         """Set every scheduled value from the fraction of training left (1 at the start, 0 at the end): the
         learning rate of every optimizer here; algorithms add their own (PPO's clip range, DQN's epsilon)."""
         learning_rate = schedule(self.config.learning_rate, self.config.lr_schedule, progress_remaining)
+        self.learning_rate = learning_rate
         for part in self.stateful_parts().values():
             if isinstance(part, torch.optim.Optimizer):
                 set_learning_rate(part, learning_rate)

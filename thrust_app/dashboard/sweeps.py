@@ -20,7 +20,7 @@ from typing import Any
 import yaml
 
 from ..runs import atomic_write_json, read_json
-from ..sweep import SweepSpec, open_study
+from ..sweep import SweepSpec, list_trials, load_sweep
 from .jobs import runs_root
 
 REQUEST_FILE = "sweep.request.yaml"  #: the YAML the dashboard launched the sweep with
@@ -85,17 +85,16 @@ def is_running(path: Path) -> bool:
 
 def read_sweep(path: Path) -> SweepInfo:
     """A sweep folder's spec and trials (a trial resumed after a kill is shown once, with its last state)."""
-    spec = SweepSpec(**read_json(path / "sweep.json"))
-    trials: dict[int, Trial] = {}
-    for trial in open_study(path, spec).get_trials(deepcopy=False):
-        number = trial.user_attrs.get("continues", trial.number)
-        runs = sorted(path.glob(f"trial-{number:04d}-s*"))
-        trials[number] = Trial(number, trial.state.name.lower(), trial.value, dict(trial.params), runs)
+    spec = load_sweep(path)
+    trials = [
+        Trial(record.number, record.state, record.score, record.params, sorted(path.glob(f"trial-{record.number:04d}-s*")))
+        for record in list_trials(path)
+    ]
     if (path / LAUNCH_FILE).exists():
         running = is_running(path)
-    else:  # started from a terminal: what the study says
-        running = any(trial.state == "running" for trial in trials.values())
-    return SweepInfo(path, spec, running, sorted(trials.values(), key=lambda t: t.number))
+    else:  # started from a terminal: what the engine says
+        running = any(trial.state == "running" for trial in trials)
+    return SweepInfo(path, spec, running, trials)
 
 
 def list_sweeps(root: Path | None = None) -> list[SweepInfo]:
