@@ -29,17 +29,13 @@ from typing import Any
 
 from ray import tune
 
+from .ray_loopback import LOOPBACK, loopback_environment, pinned_to_loopback
 from .run_spec import make_spec
 from .runs import atomic_write_json, read_json
 from .sweep import LEDGER_FILE, METRICS, TRIAL_FILE, SweepSpec, on_new_evaluation, run_folder, run_seed, score, score_so_far
 
-LOOPBACK = "127.0.0.1"
 RAY_FOLDER = "ray"  #: Tune's storage path inside the sweep folder
 NAMES_FILE = "trial-names.json"  #: Tune's trial ids -> Thrust's trial numbers
-#: A loopback port nothing listens on: HTTP requests of Ray's processes are sent there (see loopback_environment).
-CLOSED_PORT_PROXY = f"http://{LOOPBACK}:9"
-
-
 #: Tune's knobs Thrust sets for the driver (and a local Ray's workers, which inherit them).
 TUNE_SETTINGS = {
     # A worker reused for the next trial waits this long for the stopped trial's run to end (it ends
@@ -50,57 +46,46 @@ TUNE_SETTINGS = {
 }
 
 
-def loopback_environment(head: bool = True) -> dict[str, str]:
-    """Environment for Ray processes Thrust starts on this machine, so that they reach nothing outside
-    127.0.0.0/8. `head`: a local Ray or a cluster's head node (a node joining a cluster leaves Ray's
-    cluster switch on and takes its address, 127.0.0.1, from the head's).
-
-    - RAY_USAGE_STATS_ENABLED=0: no usage report.
-    - RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0 (head only): the node's address is 127.0.0.1, found without the
-      UDP "connect" towards a public DNS server that Ray's own-address lookup makes otherwise.
-    - http_proxy/https_proxy to a closed loopback port, no_proxy for loopback: at start, Ray's usage
-      module asks the Azure/GCP/AWS metadata addresses (169.254.169.254, metadata.google.internal) which
-      cloud it runs on, even with usage stats off; those requests now fail at once on 127.0.0.1:9.
-    """
-    environment = {
-        "RAY_USAGE_STATS_ENABLED": "0",
-        "http_proxy": CLOSED_PORT_PROXY,
-        "https_proxy": CLOSED_PORT_PROXY,
-        "no_proxy": f"{LOOPBACK},localhost,::1",
-    }
-    if head:
-        environment["RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"] = "0"
-    return environment
-
-
 @contextmanager
 def ray_session(address: str | None, cpus: int) -> Iterator[None]:
     """Ray for the sweep: joined at `address` (left running), or a local one on 127.0.0.1 (stopped after)."""
     import ray
-    from ray._private import ray_constants
 
     # Joining a cluster, the driver is on the cluster's network: only usage stats off there.
     environment = loopback_environment() if address is None else {"RAY_USAGE_STATS_ENABLED": "0"}
     environment.update(TUNE_SETTINGS)
     saved = {key: os.environ.get(key) for key in environment}
     os.environ.update(environment)
-    # Ray read that switch when it was imported; this process (the driver) gets it set directly.
-    cluster_switch = ray_constants.ENABLE_RAY_CLUSTER
-    ray_constants.ENABLE_RAY_CLUSTER = environment.get("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "1") == "1"
+    if address is not None:
+        use_cluster_token()
     try:
-        if address is not None:
-            ray.init(address=address, log_to_driver=False)
+        if address is None:
+            with pinned_to_loopback():
+                ray.init(num_cpus=cpus, include_dashboard=False, _node_ip_address=LOOPBACK, log_to_driver=False)
+        elif address.split(":")[0] in (LOOPBACK, "localhost"):  # a cluster on this machine's loopback
+            with pinned_to_loopback():
+                ray.init(address=address, log_to_driver=False)
         else:
-            ray.init(num_cpus=cpus, include_dashboard=False, _node_ip_address=LOOPBACK, log_to_driver=False)
+            ray.init(address=address, log_to_driver=False)
         yield
     finally:
         ray.shutdown()
-        ray_constants.ENABLE_RAY_CLUSTER = cluster_switch
         for key, value in saved.items():
             if value is None:
                 os.environ.pop(key, None)
             else:
                 os.environ[key] = value
+
+
+def use_cluster_token() -> None:
+    """A driver joining a cluster authenticates with the cluster's token (Ray 2.60 turns token auth on by
+    default: ~/.ray/auth_token, or RAY_AUTH_TOKEN): Ray's own check, as `ray start` makes it, enables
+    token mode when a token is there, unless RAY_AUTH_MODE says otherwise."""
+    try:
+        from ray._private.authentication.authentication_token_setup import maybe_enable_token_auth_if_token_available
+    except ImportError:  # a Ray without token auth
+        return
+    maybe_enable_token_auth_if_token_available(warn_if_disabled=False)
 
 
 # -- what runs in a Ray worker ---------------------------------------------------------------------------
@@ -211,8 +196,9 @@ def restart_point(checkpoint: Any, scratch: Path, root: Path, spec: SweepSpec, n
         return ResumeFrom(checkpoint=scratch / "last.pt")
     record = read_json(run_dir / TRIAL_FILE) if (run_dir / TRIAL_FILE).exists() else {}
     exploit = {"step": source["step"], "from_trial": source["trial"], "from_params": source["params"], "params": params}
-    record["exploits"] = [*record.get("exploits", []), exploit]
-    atomic_write_json(run_dir / TRIAL_FILE, record)
+    if record.get("exploits", [None])[-1] != exploit:  # Tune may restart a trial from the same one twice
+        record["exploits"] = [*record.get("exploits", []), exploit]
+        atomic_write_json(run_dir / TRIAL_FILE, record)
     return ResumeFrom(checkpoint=scratch / "last.pt", overrides=params)
 
 
@@ -261,6 +247,9 @@ def scheduler(spec: SweepSpec, eval_every: int) -> Any:
             hyperparam_mutations=search_space(spec),
             quantile_fraction=0.25,
             resample_probability=0.25,
+            # Generations in step: with fewer slots than trials, asynchronous PBT keeps cloning the trials
+            # that run from the paused ones (which do not advance), throwing their training away.
+            synch=True,
         )
     return FIFOScheduler()
 
@@ -313,7 +302,8 @@ def run_ray_sweep(
                     name=spec.name,
                     storage_path=str(storage),
                     failure_config=tune.FailureConfig(max_failures=spec.max_failures),
-                    checkpoint_config=tune.CheckpointConfig(num_to_keep=2),
+                    # PBT restores trials from other trials' older checkpoints: it keeps them all
+                    checkpoint_config=tune.CheckpointConfig(num_to_keep=None if spec.pruner == "pbt" else 2),
                     callbacks=[Ledger(folder, log)],
                     verbose=0,
                 ),
@@ -370,4 +360,4 @@ class Ledger(tune.Callback):
         self.log(f"thrust: trial {entry['number']} failed {entry['failures'] + 1} time(s); it counts as failed")
 
 
-__all__ = ["Ledger", "loopback_environment", "run_ray_sweep", "train_trial"]
+__all__ = ["Ledger", "run_ray_sweep", "train_trial"]
