@@ -8,7 +8,7 @@ STAMP := $(VENV)/.thrust-installed
 NODE_MODULES := web/node_modules/.package-lock.json
 TORCH := torch==2.13.0
 
-.PHONY: run test lint format web install chromium bench peers validate reference-bundles clean
+.PHONY: run test lint format web install chromium strace bench peers validate reference-bundles clean
 
 # The reference bundles in export/: env:algo pairs, each trained with its preset and seed 0.
 REFERENCE := bandit:ppo cartpole:ppo pendulum:sac snake:dqn
@@ -17,7 +17,7 @@ run: install $(NODE_MODULES)
 	$(PY) -m thrust_app app
 
 # THRUST_REQUIRE_BROWSER: the browser tests fail rather than skip when Chromium is missing.
-test: install $(NODE_MODULES) chromium
+test: install $(NODE_MODULES) chromium strace
 	THRUST_REQUIRE_BROWSER=1 $(PY) -m pytest
 
 # ruff, configured in pyproject.toml: `lint` checks (CI runs it), `format` rewrites.
@@ -68,6 +68,17 @@ chromium:
 	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium; \
 	  else \
 	    echo "make: the browser tests need Debian's chromium: run 'sudo apt-get install chromium', then make test again" >&2; \
+	    exit 1; \
+	  fi; }
+
+# The Ray sweep test traces the sockets Ray opens (strace -f -e trace=connect): installed like chromium.
+strace:
+	@command -v strace >/dev/null || { \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+	    echo "make: installing strace for the Ray sweep's socket test"; \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq strace; \
+	  else \
+	    echo "make: the Ray sweep test needs strace: run 'sudo apt-get install strace', then make test again" >&2; \
 	    exit 1; \
 	  fi; }
 

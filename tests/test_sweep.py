@@ -67,6 +67,12 @@ def sweep_file(tmp_path: Path, name: str = "small", timesteps: int = 1024) -> Pa
             "name: x\nalgo: ppo\nenv: bandit\ntimesteps: 1000\nsearch: {lerning_rate: {type: choice, values: [1]}}\n",
             "unknown ppo config key 'lerning_rate'",
         ),
+        ("name: x\nalgo: ppo\nenv: bandit\ntimesteps: 1000\nsearch: {}\npruner: pbt\n", "pbt needs the Ray engine"),
+        (
+            "name: x\nalgo: ppo\nenv: bandit\ntimesteps: 1000\nsearch: {}\npruner: pbt\nengine: ray\nseeds: 2\n",
+            "each trial is one seed",
+        ),
+        ("name: x\nalgo: ppo\nenv: bandit\ntimesteps: 1000\nsearch: {}\nengine: slurm\n", "engine must be one of"),
     ],
 )
 def test_a_bad_sweep_file_is_one_line_before_anything_runs(text, message, tmp_path):
@@ -166,3 +172,9 @@ def test_workers_start_no_trial_beyond_the_number(tmp_path):
     folder = sweep(path, runs_root=tmp_path / "runs", log=lambda _: None)
     assert trial_states(folder) == {"complete": 1}
     assert sorted(p.name for p in folder.glob("trial-*")) == ["trial-0000-s0", "trial-0000-s1"]
+
+
+@pytest.mark.parametrize("path", sorted(Path(__file__).parents[1].glob("examples/sweeps/*.yaml")), ids=lambda p: p.name)
+def test_every_example_sweep_file_is_valid(path):
+    spec = SweepSpec.from_yaml(path)
+    assert spec.search and spec.name == path.stem.replace("_", "-")
