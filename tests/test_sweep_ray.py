@@ -86,7 +86,7 @@ def test_an_asha_sweep_on_a_local_ray_prunes_and_reaches_only_loopback(tmp_path)
     assert states.get("complete", 0) + states.get("pruned", 0) == 4 and states.get("pruned", 0) >= 1, states
     for entry in ledger(folder).values():  # the ledger agrees with each trial's run folder
         summary = json.loads((folder / f"trial-{entry['number']:04d}-s0" / "summary.json").read_text())
-        assert summary["status"] == ("finished" if entry["state"] == "complete" else "pruned")
+        assert summary["status"] == ("finished" if entry["state"] == "complete" else "stopped")
         assert (summary["timesteps"] < 8192) == (entry["state"] == "pruned")
     assert "best trial" in result.stdout
     lines = trace.read_text().splitlines()

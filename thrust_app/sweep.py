@@ -193,7 +193,11 @@ def objective(trial: Any, folder: Path, spec: SweepSpec, interrupted: list[bool]
     scores = []
     for index in range(spec.seeds):
         hook = _pruning_hook(trial, spec) if index == 0 else None
-        summary = run_seed(folder, spec, number, index, params, hook)
+        try:
+            summary = run_seed(folder, spec, number, index, params, hook)
+        except ConfigError as err:  # a sampled combination the config checks refuse: this trial fails
+            print(f"thrust: trial {number} failed: its settings {params} do not fit: {err}", file=sys.stderr)
+            raise RuntimeError(str(err)) from None
         if summary["status"] == "pruned":
             raise optuna.TrialPruned()
         if summary["status"] in ("interrupted", "terminated"):  # Ctrl-C or kill: this worker stops here
@@ -445,7 +449,7 @@ class TrialRecord:
     """One trial as the sweep's engine holds it (Optuna's study, or the Ray engine's trials.json)."""
 
     number: int
-    state: str  #: complete, pruned, fail, running or waiting
+    state: str  #: complete, pruned, fail, running, waiting, or (Ray) interrupted
     score: float | None
     params: dict[str, Any]
 

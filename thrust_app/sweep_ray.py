@@ -7,13 +7,13 @@ the driver was killed, and clusters (`--address HOST:PORT` joins one; without it
 local Ray and stops it at the end).
 
 A trial reports each evaluation of its first seed to Tune with a checkpoint (its trainer's state and
-its settings); a scheduler stopping it ends the run as "pruned" (PBT's pause as "stopped"), checkpoint
-and summary written. A restart from another trial's checkpoint (a PBT exploit) continues the trial's own
-run folder from that state under the trial's new settings (`trainer.ResumeFrom`), and its trial.json
-lists each such exploit. The driver keeps the sweep's ledger, `runs/<sweep>/trials.json` (state, score,
-settings, nodes of every trial), which `thrust sweep` and the dashboard read. Tune's own state and the
-checkpoints are in `runs/<sweep>/ray/` (the storage path: on a cluster, the sweep folder must be on
-storage every node sees).
+its settings); Tune stopping it (a scheduler's prune, PBT's pause, the sweep being stopped) ends the run
+as "stopped", checkpoint and summary written, and the ledger says why. A restart from another trial's
+checkpoint (a PBT exploit) continues the trial's own run folder from that state under the trial's new
+settings (`trainer.ResumeFrom`), and its trial.json lists each such exploit. The driver keeps the
+sweep's ledger, `runs/<sweep>/trials.json` (state, score, settings, nodes of every trial), which
+`thrust sweep` and the dashboard read. Tune's own state and the checkpoints are in `runs/<sweep>/ray/`
+(the storage path: on a cluster, the sweep folder must be on storage every node sees).
 """
 
 from __future__ import annotations
@@ -160,7 +160,7 @@ class TrialReporter:
             return
         if stopping and not self.stopped:
             self.stopped = True
-            trainer.request_stop("stopped" if self.spec.pruner == "pbt" else "pruned")
+            trainer.request_stop("stopped")
 
     def report(self, trainer: Any) -> None:
         if self.stopped:
@@ -178,7 +178,7 @@ class TrialReporter:
                 tune.report(metrics, checkpoint=tune.Checkpoint.from_directory(folder))  # copied to storage here
             except SystemExit:  # Tune ends a stopped trial's thread this way
                 self.stopped = True
-                trainer.request_stop("stopped" if self.spec.pruner == "pbt" else "pruned")
+                trainer.request_stop("stopped")
 
 
 def restart_point(checkpoint: Any, scratch: Path, root: Path, spec: SweepSpec, number: int, params: dict[str, Any]) -> Any:
@@ -309,6 +309,9 @@ def run_ray_sweep(
                 ),
             )
         tuner.fit()
+    interrupted = Ledger(folder, log).close_interrupted()
+    if interrupted:
+        log(f"thrust: {interrupted} trial(s) interrupted; continue with `thrust sweep --resume {folder}`")
 
 
 class Ledger(tune.Callback):
@@ -354,6 +357,16 @@ class Ledger(tune.Callback):
         entry = self._update(trial, state="running")
         self._update(trial, failures=entry["failures"] + 1)
         self.log(f"thrust: trial {entry['number']} failed; Tune restarts it from its last checkpoint")
+
+    def close_interrupted(self) -> int:
+        """After Tune returned: trials still running were interrupted (the sweep was stopped); how many."""
+        trials = read_json(self.path) if self.path.exists() else {}
+        running = [entry for entry in trials.values() if entry["state"] == "running"]
+        for entry in running:
+            entry["state"] = "interrupted"
+        if running:
+            atomic_write_json(self.path, trials)
+        return len(running)
 
     def on_trial_error(self, iteration: int, trials: list, trial: Any, **info: Any) -> None:
         entry = self._update(trial, state="fail")

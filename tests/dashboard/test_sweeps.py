@@ -108,3 +108,13 @@ def test_the_sweeps_tab_shows_a_sweep_its_best_trial_and_the_seed_statistics(roo
     assert any("Best so far" in m.value for m in at.markdown)
     assert any("Over seeds" in m.value for m in at.markdown)
     assert any("IQM" in str(df.value.columns.tolist()) for df in at.dataframe)
+
+
+def test_a_ray_sweep_launched_here_is_read_from_its_ledger(root):
+    text = SEARCH.format(name="on-ray", env="bandit", timesteps=1024) + "engine: ray\n"
+    folder = sweeps.start_sweep(text, root=root)
+    wait_until(lambda: not sweeps.is_running(folder), 240)
+    info = sweeps.read_sweep(folder)
+    assert [t.state for t in info.trials] == ["complete", "complete"], (folder / sweeps.LOG_FILE).read_text()[-2000:]
+    assert all(len(t.runs) == 1 and (t.runs[0] / "summary.json").exists() for t in info.trials)
+    assert info.best() is not None and info.best().score is not None
