@@ -68,3 +68,21 @@ def test_bad_intervals_are_refused_before_a_folder_exists(kwargs, message, tmp_p
     with pytest.raises(ConfigError, match=message):
         train("ppo", "cartpole", run_dir=tmp_path / "run", **kwargs, **QUIET)
     assert not (tmp_path / "run").exists()
+
+
+def test_a_named_preset_sets_its_settings_evaluation_and_stop_and_the_command_repeats_it():
+    from thrust_app.run_spec import make_spec
+
+    spec = make_spec("ppo", "cartpole", preset="fast")
+    assert (spec.config["n_envs"], spec.config["n_steps"], spec.eval_every, spec.stop_at_return) == (16, 16, 1024, 475.0)
+    assert spec.overrides == {} and "--preset fast" in spec.command()
+    mine = make_spec("ppo", "cartpole", preset="fast", eval_every=2048, overrides={"n_epochs": 5})
+    assert mine.eval_every == 2048 and mine.overrides == {"n_epochs": 5}  # the user's values win
+    assert make_spec("ppo", "cartpole").config["n_envs"] == 8 and "--preset" not in make_spec("ppo", "cartpole").command()
+
+
+def test_an_unknown_preset_is_one_line_naming_the_presets_there():
+    from thrust_app.run_spec import make_spec
+
+    with pytest.raises(ConfigError, match=r"no preset 'fast' for sac on thrust/Pendulum-v0; its presets: default"):
+        make_spec("sac", "pendulum", preset="fast")

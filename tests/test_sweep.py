@@ -178,3 +178,11 @@ def test_workers_start_no_trial_beyond_the_number(tmp_path):
 def test_every_example_sweep_file_is_valid(path):
     spec = SweepSpec.from_yaml(path)
     assert spec.search and spec.name == path.stem.replace("_", "-")
+
+
+def test_a_solve_time_metric_counts_a_run_that_never_solves_as_twice_its_training_time():
+    from thrust_app.sweep import score
+
+    spec = SweepSpec(name="t", algo="ppo", env="bandit", timesteps=1000, search={}, metric="solved_at_train_s")
+    assert score({"solved_at_train_s": 1.5, "train_s": 9.0}, spec) == 1.5
+    assert score({"solved_at_train_s": None, "train_s": 9.0}, spec) == 18.0

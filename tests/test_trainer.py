@@ -211,3 +211,9 @@ def test_a_run_ending_on_an_evaluation_step_is_not_evaluated_twice(tmp_path):
     )
     eval_steps = [r["step"] for r in read_jsonl(tmp_path / "metrics.jsonl") if r["kind"] == "eval"]
     assert eval_steps == [256, 512]
+
+
+def test_the_fast_preset_solves_cartpole_and_stops_there(tmp_path):
+    summary = train("ppo", "cartpole", seed=2, preset="fast", run_dir=tmp_path / "fast", progress=False, log=lambda _: None)
+    assert summary["status"] == "solved" and summary["eval_mean"] >= 475
+    assert summary["timesteps"] == summary["solved_at_step"] < 50_000 and summary["solved_at_train_s"] is not None

@@ -60,6 +60,7 @@ def _cmd_train(args: argparse.Namespace) -> int:
             overrides=args.set,
             env_backend=args.env_backend,
             tensorboard=args.tensorboard,
+            preset=args.preset,
             progress=not args.quiet,
         )
     _print_summary(summary)
@@ -344,6 +345,11 @@ def add_train_command(subcommands: argparse._SubParsersAction) -> None:
     train.add_argument("env", nargs="?", help="bandit, cartpole, pendulum, snake, a thrust/... id, or a gymnasium id")
     train.add_argument("--timesteps", type=_whole_number, help="env steps to train (default: the preset's)")
     train.add_argument("--seed", type=int, default=0)
+    train.add_argument(
+        "--preset",
+        default="default",
+        help="the preset to start from: default (tuned, mostly the zoo's) or fast (where one exists)",
+    )
     train.add_argument("--device", default="auto", help="auto (CUDA when present), cpu or cuda")
     train.add_argument("--run-dir", help="run folder (default: runs/<algo>-<env>-s<seed>-<time>)")
     train.add_argument("--eval-every", type=_whole_number, help="env steps between evaluations (default: timesteps/20)")

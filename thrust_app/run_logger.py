@@ -63,6 +63,7 @@ class RunLogger:
         self.last_eval_step: int | None = None
         self.solved_at_step: int | None = None
         self.solved_at_s: float | None = None
+        self.solved_at_train_s: float | None = None  #: training time (evaluations excluded) at the solve
         self.recent_returns: list[float] = []
         #: Episodes and losses since the last train record.
         self.pending: dict[str, list] = {"returns": [], "lengths": [], "stats": []}
@@ -75,6 +76,7 @@ class RunLogger:
             "wall_s": self.clock.wall_s,
             "solved_at_step": self.solved_at_step,
             "solved_at_s": self.solved_at_s,
+            "solved_at_train_s": self.solved_at_train_s,
             "recent_returns": self.recent_returns,
             "last_eval": dataclasses.asdict(self.last_eval) if self.last_eval else None,
             "last_eval_step": self.last_eval_step,
@@ -85,6 +87,7 @@ class RunLogger:
         self.clock = RunClock(state["train_s"], state["wall_s"])
         self.solved_at_step = state["solved_at_step"]
         self.solved_at_s = state["solved_at_s"]
+        self.solved_at_train_s = state.get("solved_at_train_s")  # absent in checkpoints of older versions
         self.recent_returns = list(state["recent_returns"])
         self.last_eval = EvalResult(**state["last_eval"]) if state["last_eval"] else None
         self.last_eval_step = state.get("last_eval_step")
@@ -148,6 +151,7 @@ class RunLogger:
         if self.threshold is not None and self.solved_at_step is None and result.mean >= self.threshold:
             self.solved_at_step = step
             self.solved_at_s = round(self.clock.wall_s, 3)
+            self.solved_at_train_s = round(self.clock.train_s, 4)
 
     def steps_per_second(self, step: int) -> float | None:
         return round(step / self.clock.train_s, 1) if self.clock.train_s else None
@@ -211,6 +215,7 @@ class RunLogger:
             "solve_threshold": self.threshold,
             "solved_at_step": self.solved_at_step,
             "solved_at_s": self.solved_at_s,
+            "solved_at_train_s": self.solved_at_train_s,
             "thrust_version": __version__,
             "torch_version": torch.__version__,
         }

@@ -45,6 +45,8 @@ class RunSpec:
     env_backend: str = "numpy"
     #: Also write the records as TensorBoard scalars under RUN/tb (thrust_app/tensorboard_log.py).
     tensorboard: bool = False
+    #: The preset the config starts from: "default" (the pair's tuned one), or a named one such as "fast".
+    preset: str = "default"
     #: The algorithm's whole config (preset and overrides applied).
     config: dict[str, Any] = dataclasses.field(default_factory=dict)
     #: The values the user set that differ from the preset's (what `command` repeats).
@@ -53,6 +55,8 @@ class RunSpec:
     def command(self) -> str:
         """The `thrust train` command line that makes this run again."""
         words = ["thrust", "train", self.algo, self.env, "--timesteps", str(self.timesteps), "--seed", str(self.seed)]
+        if self.preset != "default":
+            words += ["--preset", self.preset]
         if self.stop_at_return is not None:
             words += ["--stop-at-return", str(self.stop_at_return)]
         if self.tensorboard:
@@ -107,17 +111,20 @@ def make_spec(
     torch_threads: int = 1,
     env_backend: str = "numpy",
     tensorboard: bool = False,
+    preset: str = "default",
 ) -> RunSpec:
     """Check every choice and fill in presets; any bad value raises a clear error before work starts."""
     algo_cls = get_algo(algo)
     env_id = resolve_env_name(env)
     check_env_fits(algo_cls, env_id, env_backend)
-    preset = get_preset(algo_cls.name, env_id)
-    preset_config = dataclasses.asdict(apply_overrides(algo_cls.Config(), preset.config, algo_cls.name))
-    checked = apply_overrides(algo_cls.Config(**preset_config), overrides, algo_cls.name)
+    chosen = get_preset(algo_cls.name, env_id, preset)
+    start = dataclasses.asdict(apply_overrides(algo_cls.Config(), chosen.config, algo_cls.name))
+    checked = apply_overrides(algo_cls.Config(**start), overrides, algo_cls.name)
     config = dataclasses.asdict(checked)
-    user = {key: value for key, value in config.items() if value != preset_config[key]}
-    timesteps = preset.timesteps if timesteps is None else int(timesteps)
+    user = {key: value for key, value in config.items() if value != start[key]}
+    timesteps = chosen.timesteps if timesteps is None else int(timesteps)
+    eval_every = chosen.eval_every if eval_every is None else eval_every
+    stop_at_return = chosen.stop_at_return if stop_at_return is None else stop_at_return
     intervals = {
         "timesteps": timesteps,
         "eval_episodes": eval_episodes,
@@ -141,6 +148,7 @@ def make_spec(
         torch_threads=torch_threads,
         env_backend=env_backend,
         tensorboard=tensorboard,
+        preset=preset,
         config=config,
         overrides=user,
     )
@@ -163,6 +171,7 @@ def with_overrides(spec: RunSpec, overrides: dict[str, Any]) -> RunSpec:
         spec.torch_threads,
         spec.env_backend,
         spec.tensorboard,
+        spec.preset,
     )
 
 

@@ -34,9 +34,10 @@ if TYPE_CHECKING:
 
 SWEEP_FILE = "sweep.yaml"
 JOURNAL_FILE = "study.journal"
-#: What a trial optimises: the final evaluation's mean return (maximised), or the step at which an
-#: evaluation first reached the env's threshold (minimised; a run that never solves counts as 2x budget).
-METRICS = {"eval_mean": "maximize", "solved_at_step": "minimize"}
+#: What a trial optimises: the final evaluation's mean return (maximised), or how soon an evaluation
+#: first reached the env's threshold (minimised): in env steps (a run that never solves counts as 2x the
+#: budget) or in training seconds, evaluations excluded (never solved: 2x the run's whole training time).
+METRICS = {"eval_mean": "maximize", "solved_at_step": "minimize", "solved_at_train_s": "minimize"}
 SAMPLERS = ("tpe", "random", "grid")
 #: How trials are stopped early (or, with PBT, continued from better ones). Optuna's successive-halving
 #: pruner is asynchronous, so "asha" is the same pruner there; PBT needs Ray.
@@ -265,16 +266,22 @@ def score(summary: dict[str, Any], spec: SweepSpec) -> float:
     """A finished run's value of the sweep's metric."""
     if spec.metric == "solved_at_step":
         return summary["solved_at_step"] if summary["solved_at_step"] is not None else 2 * spec.timesteps
+    if spec.metric == "solved_at_train_s":
+        solved = summary.get("solved_at_train_s")
+        return solved if solved is not None else 2 * summary["train_s"]
     return summary["eval_mean"]
 
 
 def score_so_far(trainer: Trainer, spec: SweepSpec) -> float:
     """The metric as a run in progress stands (what pruners and schedulers compare): its last evaluation's
-    mean return, or the step it solved at (2x the budget while unsolved: never better than a solved run)."""
+    mean return, or when it solved (while unsolved, the value a run that never solves gets)."""
+    logger = trainer.logger
     if spec.metric == "solved_at_step":
-        solved = trainer.logger.solved_at_step
-        return solved if solved is not None else 2 * spec.timesteps
-    return trainer.logger.last_eval.mean
+        return logger.solved_at_step if logger.solved_at_step is not None else 2 * spec.timesteps
+    if spec.metric == "solved_at_train_s":  # unsolved: 2x the whole run's training time, projected
+        projected = logger.clock.train_s * spec.timesteps / max(trainer.step, 1)
+        return logger.solved_at_train_s if logger.solved_at_train_s is not None else 2 * projected
+    return logger.last_eval.mean
 
 
 def on_new_evaluation(report: Callable[[Trainer], None]) -> IterationHook:

@@ -258,12 +258,14 @@ def train(
     torch_threads: int = 1,
     env_backend: str = "numpy",
     tensorboard: bool = False,
+    preset: str = "default",
     progress: bool = True,
     on_record: RecordListener | None = None,
     on_iteration: IterationHook | None = None,
     log: Callable[[str], None] = print,
 ) -> dict[str, Any]:
-    """Train `algo` on `env` in a new run folder; returns the summary (also saved as summary.json)."""
+    """Train `algo` on `env` in a new run folder, from its `preset` ("default", or a named one such as
+    "fast"); returns the summary (also saved as summary.json)."""
     spec = make_spec(
         algo,
         env,
@@ -278,6 +280,7 @@ def train(
         torch_threads,
         env_backend,
         tensorboard,
+        preset,
     )
     torch_device = resolve_device(device, torch_threads)
     run_dir = claim_run_dir(spec, run_dir, runs_root)
