@@ -217,3 +217,28 @@ def test_the_fast_preset_solves_cartpole_and_stops_there(tmp_path):
     summary = train("ppo", "cartpole", seed=2, preset="fast", run_dir=tmp_path / "fast", progress=False, log=lambda _: None)
     assert summary["status"] == "solved" and summary["eval_mean"] >= 475
     assert summary["timesteps"] == summary["solved_at_step"] < 50_000 and summary["solved_at_train_s"] is not None
+
+
+def test_resuming_under_a_new_learning_rate_changes_every_optimizer_and_the_config(tmp_path):
+    """What a PBT exploit does: continue from a checkpoint (here another run's) with a changed setting."""
+    from thrust_app.trainer import ResumeFrom
+
+    quiet = {"progress": False, "log": lambda _: None}
+    donor = tmp_path / "donor"
+    train("sac", "pendulum", timesteps=300, run_dir=donor, overrides={"learning_starts": 100, "batch_size": 32}, **quiet)
+    run = tmp_path / "run"
+    train("sac", "pendulum", timesteps=200, run_dir=run, overrides={"learning_starts": 100, "batch_size": 32}, **quiet)
+    seen: list[list[float]] = []
+
+    def record(trainer) -> None:
+        optimizers = [trainer.algo.actor_opt, trainer.algo.critic_opt, trainer.algo.alpha_opt]
+        seen.append([group["lr"] for opt in optimizers for group in opt.param_groups])
+
+    start = ResumeFrom(checkpoint=donor / "last.pt", overrides={"learning_rate": 1e-4})
+    summary = resume(run, timesteps=400, start=start, on_iteration=record, **quiet)
+    assert summary["status"] == "finished" and summary["timesteps"] >= 400
+    assert seen and all(rate == pytest.approx(1e-4) for rates in seen for rate in rates)
+    config = json.loads((run / "config.json").read_text())
+    assert config["config"]["learning_rate"] == 1e-4 and config["overrides"]["learning_rate"] == 1e-4
+    steps = [json.loads(line)["step"] for line in (run / "metrics.jsonl").read_text().splitlines()]
+    assert steps == sorted(steps) and steps[-1] >= 400  # the records continue from the donor's step (300)
