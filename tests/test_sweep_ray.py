@@ -16,6 +16,7 @@ import time
 from pathlib import Path
 
 import pytest
+import torch
 
 from thrust_app.sweep import trial_states
 
@@ -258,3 +259,12 @@ def test_a_killed_trial_retries_from_its_checkpoint_and_a_killed_driver_resumes(
         steps = [json.loads(line)["step"] for line in (run / "metrics.jsonl").read_text().splitlines()]
         assert steps == sorted(steps)  # a restart continued the records where its checkpoint was
     assert ledger(folder)["0"]["failures"] >= 1
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="this machine has a GPU: the refusal is for machines without one")
+def test_a_gpu_share_on_a_machine_without_gpus_is_one_line(tmp_path):
+    path = write_sweep(tmp_path, "gpu", "none", gpus_per_trial=0.5)
+    result = subprocess.run(
+        sweep_command(str(path), "--runs-root", "runs"), cwd=tmp_path, capture_output=True, text=True, timeout=300
+    )
+    assert result.returncode != 0 and "has no GPU; set gpus_per_trial: 0" in result.stderr, result.stderr[-2000:]

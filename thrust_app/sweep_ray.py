@@ -27,12 +27,15 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+import ray
 from ray import tune
 
+from .config import ConfigError
 from .ray_loopback import LOOPBACK, loopback_environment, pinned_to_loopback
 from .run_spec import make_spec
 from .runs import atomic_write_json, read_json
 from .sweep import LEDGER_FILE, METRICS, TRIAL_FILE, SweepSpec, on_new_evaluation, run_folder, run_seed, score, score_so_far
+from .trainer import ResumeFrom, Trainer
 
 RAY_FOLDER = "ray"  #: Tune's storage path inside the sweep folder
 NAMES_FILE = "trial-names.json"  #: Tune's trial ids -> Thrust's trial numbers
@@ -49,8 +52,6 @@ TUNE_SETTINGS = {
 @contextmanager
 def ray_session(address: str | None, cpus: int) -> Iterator[None]:
     """Ray for the sweep: joined at `address` (left running), or a local one on 127.0.0.1 (stopped after)."""
-    import ray
-
     # Joining a cluster, the driver is on the cluster's network: only usage stats off there.
     environment = loopback_environment() if address is None else {"RAY_USAGE_STATS_ENABLED": "0"}
     environment.update(TUNE_SETTINGS)
@@ -88,7 +89,6 @@ def use_cluster_token() -> None:
     maybe_enable_token_auth_if_token_available(warn_if_disabled=False)
 
 
-# -- what runs in a Ray worker ---------------------------------------------------------------------------
 class TrialNames:
     """Tune's trial_name_creator: "trial-0003", numbered in the order Tune creates trials. Tune copies
     this object, so the numbers live in the sweep folder (`trial-names.json`, written by the driver only)."""
@@ -109,11 +109,10 @@ def trial_number(name: str) -> int:
     return int(name.split("-")[1])
 
 
+# -- what runs in a Ray worker ---------------------------------------------------------------------------
 def train_trial(params: dict[str, Any], folder: str, sweep: dict[str, Any]) -> None:
     """Tune's function trainable: the trial's seeds one after another (as the embedded engine does),
     each evaluation of the first one reported with a checkpoint; the last report is the trial's score."""
-    import ray
-
     spec = SweepSpec(**sweep)
     root = Path(folder)
     number = trial_number(tune.get_context().get_trial_name())
@@ -144,11 +143,11 @@ class TrialReporter:
         self.stopped = False
         self.on_evaluation = on_new_evaluation(self.report)
 
-    def hook(self, trainer: Any) -> None:
+    def hook(self, trainer: Trainer) -> None:
         self.watch(trainer)
         self.on_evaluation(trainer)
 
-    def watch(self, trainer: Any) -> None:
+    def watch(self, trainer: Trainer) -> None:
         """Stop the run at the iteration Tune asks the trial to stop. Tune's public API says so only at the
         trial's next report (a whole evaluation interval later), so this reads the session's stop event
         (Ray's internal `ray.train._internal.session`; without it the run stops at its next report)."""
@@ -162,7 +161,7 @@ class TrialReporter:
             self.stopped = True
             trainer.request_stop("stopped")
 
-    def report(self, trainer: Any) -> None:
+    def report(self, trainer: Trainer) -> None:
         if self.stopped:
             return
         metrics = {
@@ -181,12 +180,12 @@ class TrialReporter:
                 trainer.request_stop("stopped")
 
 
-def restart_point(checkpoint: Any, scratch: Path, root: Path, spec: SweepSpec, number: int, params: dict[str, Any]) -> Any:
+def restart_point(
+    checkpoint: tune.Checkpoint | None, scratch: Path, root: Path, spec: SweepSpec, number: int, params: dict[str, Any]
+) -> ResumeFrom | None:
     """Where a trial that Tune starts with a checkpoint goes on from (None without one): its own
     checkpoint (a retry after a failure, or Tuner.restore), or another trial's under this trial's
     settings (a PBT exploit, recorded in the run folder's trial.json)."""
-    from .trainer import ResumeFrom
-
     if checkpoint is None:
         return None
     checkpoint.to_directory(str(scratch))
@@ -271,6 +270,9 @@ def run_ray_sweep(
     names = TrialNames(folder)
     where = f"the Ray cluster at {address}" if address else f"a local Ray on {LOOPBACK}"
     with ray_session(address, os.cpu_count() or 1):
+        if spec.gpus_per_trial > 0 and not ray.cluster_resources().get("GPU"):  # trials would wait forever
+            where_now = f"the cluster at {address}" if address else "this machine"
+            raise ConfigError(f"gpus_per_trial is {spec.gpus_per_trial}, but {where_now} has no GPU; set gpus_per_trial: 0")
         trainable = tune.with_resources(  # with_parameters puts its values in Ray's object store: inside the session
             tune.with_parameters(train_trial, folder=str(folder), sweep=dataclasses.asdict(spec)),
             {"cpu": spec.cpus_per_trial, "gpu": spec.gpus_per_trial},
