@@ -5,6 +5,8 @@ Times one gradient step of the zoo presets (DQN: 64 samples, 256x256 Q-net; SAC:
 one of its networks: 4 for DQN (online forward, target forward, backward ~ 2 forwards) and 16 for
 SAC (2 actor and 6 critic forwards, the critic, actor-through-critic and actor backwards). The
 ratio bounds what any rewrite of the update could gain at the same hyperparameters on one thread.
+Then one acting step (the behaviour policy's batch-1 forward, the env step, the replay-buffer write)
+and each of its parts, in microseconds.
 
     python benches/update_floor.py [--rounds 5]
 """
@@ -61,6 +63,36 @@ def main() -> None:
             f"{algo}: update {update:.2f} ms; its matmul work as {forwards} plain forwards {floor:.2f} ms "
             f"({floor / update:.0%} of the update)"
         )
+        print(f"{algo}: acting step (goal <= 60 us): " + acting_step(agent, env, io, obs, args.rounds))
+
+
+def acting_step(agent, env, io, obs: torch.Tensor, rounds: int) -> str:
+    """Microseconds of one acting step as the off-policy loop takes it (the behaviour policy's forward
+    without autograd, the vec-env step through EnvIO, the replay-buffer write), and of each part."""
+    with torch.no_grad():
+        action = agent.explore(obs)
+    step = io.step(env, action)
+
+    def act() -> None:
+        with torch.no_grad():
+            agent.explore(obs)
+
+    def env_step() -> None:
+        io.step(env, action)
+
+    def write() -> None:
+        agent.buffer.add(obs, action, step.reward, step.final_obs, step.terminated)
+
+    def whole() -> None:
+        act()
+        env_step()
+        write()
+
+    parts = {
+        name: best_ms(fn, 2000, rounds) * 1e3
+        for name, fn in [("whole", whole), ("forward", act), ("env step", env_step), ("buffer write", write)]
+    }
+    return f"{parts.pop('whole'):.0f} us = " + " + ".join(f"{name} {us:.0f}" for name, us in parts.items())
 
 
 if __name__ == "__main__":
