@@ -59,28 +59,26 @@ reference-bundles: install
 
 install: $(STAMP)
 
-# The browser tests drive Debian's Chromium (never a downloaded browser): installed here where this
-# machine allows it (root with apt-get), otherwise one line saying how.
-chromium:
-	@test -x /usr/bin/chromium || { \
-	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
-	    echo "make: installing Debian's chromium for the browser tests"; \
-	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium; \
-	  else \
-	    echo "make: the browser tests need Debian's chromium: run 'sudo apt-get install chromium', then make test again" >&2; \
-	    exit 1; \
-	  fi; }
+# Debian tools the tests need, installed here where this machine allows it (root with apt-get),
+# otherwise one line saying how: $(call debian_tool,PROGRAM,PACKAGE,WHAT NEEDS IT)
+define debian_tool
+@command -v $(1) >/dev/null || { \
+  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+    echo "make: installing Debian's $(2) for $(3)"; \
+    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $(2); \
+  else \
+    echo "make: $(3) need Debian's $(2): run 'sudo apt-get install $(2)', then make test again" >&2; \
+    exit 1; \
+  fi; }
+endef
 
-# The Ray sweep test traces the sockets Ray opens (strace -f -e trace=connect): installed like chromium.
+# The browser tests drive Debian's Chromium (never a downloaded browser).
+chromium:
+	$(call debian_tool,/usr/bin/chromium,chromium,the browser tests)
+
+# The Ray sweep test traces the sockets Ray opens (strace -f -e trace=connect).
 strace:
-	@command -v strace >/dev/null || { \
-	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
-	    echo "make: installing strace for the Ray sweep's socket test"; \
-	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq strace; \
-	  else \
-	    echo "make: the Ray sweep test needs strace: run 'sudo apt-get install strace', then make test again" >&2; \
-	    exit 1; \
-	  fi; }
+	$(call debian_tool,strace,strace,the Ray sweep tests)
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
