@@ -1,4 +1,5 @@
-"""Sweeps from the dashboard: launch `thrust sweep` processes, read their studies, stop and resume them.
+"""Sweeps from the dashboard: launch `thrust sweep` processes, read their trials (the Optuna study, or
+the Ray engine's ledger), stop and resume them.
 
 A sweep the dashboard starts is the same `thrust sweep` a terminal runs, in a process group of its own
 (so Stop reaches its worker processes too), logging to `runs/<sweep>/sweep.log`. Stop sends SIGINT,
