@@ -211,14 +211,10 @@ def _cmd_compare(args: argparse.Namespace) -> int:
 
 
 def _cmd_sweep(args: argparse.Namespace) -> int:
-    from pathlib import Path
 
     from .compare import compare, format_table
-    from .sweep import best_trial, run_worker, sweep, trial_states
+    from .sweep import best_trial, sweep, trial_states
 
-    if args.worker:
-        run_worker(Path(args.worker))
-        return 0
     if bool(args.file) == bool(args.resume):
         raise UsageError("thrust sweep needs a sweep file (thrust sweep SWEEP.yaml) or --resume runs/<sweep>")
     folder = sweep(
@@ -464,7 +460,6 @@ def build_parser() -> argparse.ArgumentParser:
         "--engine", choices=("optuna", "ray"), help="optuna: embedded (default); ray: Ray Tune (ASHA, PBT, clusters)"
     )
     sw.add_argument("--address", help="Ray engine: join the Ray cluster at auto or HOST:PORT (default: a local Ray)")
-    sw.add_argument("--worker", help=argparse.SUPPRESS)  # internal: one worker process of a sweep
     sw.set_defaults(func=_cmd_sweep)
 
     tb = sub.add_parser("tb-export", help="write runs' records as TensorBoard events (RUN/tb)")

@@ -12,11 +12,10 @@ keeps every finished trial and continues the ones a killed sweep left running fr
 from __future__ import annotations
 
 import dataclasses
+import multiprocessing
 import os
 import shutil
-import signal
 import statistics
-import subprocess
 import sys
 import time
 from collections.abc import Callable
@@ -310,14 +309,13 @@ def _pruning_hook(trial: Any, spec: SweepSpec) -> IterationHook:
 
 
 # -- running it -----------------------------------------------------------------------------------------
-def run_worker(folder: Path, worker: int | None = None) -> None:
+def run_worker(folder: Path, worker: int) -> None:
     """One worker: trials until the sweep has its number of finished or pruned trials."""
     import torch
     from optuna.trial import TrialState
 
     torch.set_num_threads(1)
     spec = load_sweep(folder)
-    worker = int(os.environ.get("THRUST_SWEEP_WORKER", "0")) if worker is None else worker
     study = open_study(folder, spec, worker)
     interrupted: list[bool] = []
     # One trial at a time, counting before each: a sweep resumed once complete runs none, and a worker
@@ -418,30 +416,44 @@ def sweep(
         f"thrust: sweep {spec.name}: {spec.trials} trials x {spec.seeds} seed(s) of {spec.algo} on {spec.env}, "
         f"{count} worker process(es), folder {folder}"
     )
-    # This process is worker 0 (one torch import fewer); workers 1.. are processes of their own.
-    processes = [
-        subprocess.Popen(
-            [sys.executable, "-m", "thrust_app", "sweep", "--worker", str(folder)],
-            env={**os.environ, "THRUST_SWEEP_WORKER": str(index), "OMP_NUM_THREADS": "1"},
-        )
-        for index in range(1, count)
-    ]
+    # This process is worker 0; workers 1.. are forked from it once torch and the trainer are imported
+    # here, so no worker pays that import (seconds) again.
+    import torch  # noqa: F401
+
+    from . import trainer  # noqa: F401
+
+    fork = multiprocessing.get_context("fork")
+    processes = [fork.Process(target=_forked_worker, args=(folder, index)) for index in range(1, count)]
+    for process in processes:
+        process.start()
     try:
         run_worker(folder, worker=0)
-        codes = [process.wait() for process in processes]
+        codes = [_wait(process) for process in processes]
     except KeyboardInterrupt:  # the workers got the same Ctrl-C: they checkpoint their runs and stop
-        codes = [process.wait() for process in processes]
+        codes = [_wait(process) for process in processes]
     finally:
         for process in processes:
-            if process.poll() is None:
-                process.send_signal(signal.SIGTERM)
-                process.wait()
+            if process.is_alive():
+                process.terminate()
+                process.join()
     if any(codes):
         log(
             f"thrust: {sum(1 for code in codes if code)} worker(s) stopped early; continue with "
             f"`thrust sweep --resume {folder}`"
         )
     return folder
+
+
+def _forked_worker(folder: Path, index: int) -> None:
+    try:
+        run_worker(folder, worker=index)
+    except KeyboardInterrupt:  # a second Ctrl-C: the run's checkpoint is kept, the trial resumes later
+        sys.exit(130)
+
+
+def _wait(process: multiprocessing.process.BaseProcess) -> int:
+    process.join()
+    return process.exitcode or 0
 
 
 def load_sweep(folder: Path) -> SweepSpec:
