@@ -15,19 +15,20 @@ from __future__ import annotations
 
 import argparse
 import statistics
+import sys
 import tempfile
-import time
 from pathlib import Path
 
-import numpy as np
 import torch
 
 from thrust_app.presets import get_preset
 from thrust_app.trainer import train
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from peers import run_sb3
+
 THRESHOLD = 475.0
 EVAL_EVERY = 1024
-EVAL_EPISODES = 10
 
 
 def thrust_solve(seed: int, preset: str, eval_every: int | None = None) -> tuple[float | None, int | None]:
@@ -49,64 +50,10 @@ def thrust_solve(seed: int, preset: str, eval_every: int | None = None) -> tuple
 
 
 def sb3_solve(seed: int, budget: int) -> tuple[float | None, int | None]:
-    """SB3's PPO at the zoo's CartPole settings, evaluated every EVAL_EVERY steps on gymnasium's CartPole-v1."""
-    import gymnasium as gym
-    from stable_baselines3 import PPO
-    from stable_baselines3.common.callbacks import BaseCallback
-    from stable_baselines3.common.env_util import make_vec_env
-
-    zoo = get_preset("ppo", "CartPole-v1").config
-    schedule = {key: zoo[key] for key in ("learning_rate", "clip_range")}
-
-    class SolveClock(BaseCallback):
-        """Evaluates every EVAL_EVERY steps (its time kept apart) and stops training at the solve."""
-
-        def __init__(self) -> None:
-            super().__init__()
-            self.eval_env = gym.make("CartPole-v1")
-            self.eval_s = 0.0
-            self.solved: tuple[float, int] | None = None
-            self.started = time.perf_counter()
-            self.next_eval = EVAL_EVERY
-
-        def _on_step(self) -> bool:
-            if self.num_timesteps < self.next_eval:
-                return True
-            self.next_eval += EVAL_EVERY
-            started = time.perf_counter()
-            returns = []
-            for episode in range(EVAL_EPISODES):
-                obs, _ = self.eval_env.reset(seed=1_000_000 + seed + episode)
-                done, total = False, 0.0
-                while not done:
-                    action, _ = self.model.predict(obs, deterministic=True)
-                    obs, reward, terminated, truncated, _ = self.eval_env.step(action)
-                    total, done = total + float(reward), terminated or truncated
-                returns.append(total)
-            self.eval_s += time.perf_counter() - started
-            if np.mean(returns) >= THRESHOLD:
-                self.solved = (time.perf_counter() - self.started - self.eval_s, self.num_timesteps)
-                return False
-            return True
-
-    env = make_vec_env("CartPole-v1", n_envs=zoo["n_envs"], seed=seed)
-    model = PPO(
-        "MlpPolicy",
-        env,
-        n_steps=zoo["n_steps"],
-        batch_size=zoo["batch_size"],
-        gae_lambda=zoo["gae_lambda"],
-        gamma=zoo["gamma"],
-        n_epochs=zoo["n_epochs"],
-        ent_coef=zoo["ent_coef"],
-        learning_rate=lambda remaining: schedule["learning_rate"] * remaining,  # the zoo's lin_1e-3
-        clip_range=lambda remaining: schedule["clip_range"] * remaining,  # the zoo's lin_0.2
-        seed=seed,
-        device="cpu",
-    )
-    clock = SolveClock()
-    model.learn(budget, callback=clock)
-    return clock.solved if clock.solved else (None, None)
+    """SB3's PPO at the zoo's CartPole settings (benches/peers.py's runner: evaluation time kept out of the
+    clock), stopped at the solve."""
+    result = run_sb3("ppo", seed, budget, stop=True, eval_every=EVAL_EVERY)
+    return result["solve_s"], result["solved_at_step"]
 
 
 def row(name: str, results: list[tuple[float | None, int | None]]) -> str:

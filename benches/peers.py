@@ -122,7 +122,7 @@ def run_thrust(algo: str, seed: int, budget: int, stop: bool) -> dict:
     }
 
 
-def run_sb3(algo: str, seed: int, budget: int, stop: bool) -> dict:
+def run_sb3(algo: str, seed: int, budget: int, stop: bool, eval_every: int = EVAL_EVERY) -> dict:
     import stable_baselines3 as sb3
     from stable_baselines3.common.callbacks import BaseCallback
     from stable_baselines3.common.env_util import make_vec_env
@@ -133,7 +133,7 @@ def run_sb3(algo: str, seed: int, budget: int, stop: bool) -> dict:
         """Evaluates like Thrust does, keeps evaluation time out of the clock, stops once solved."""
 
         def _on_training_start(self) -> None:
-            self.start, self.eval_s, self.next_eval = time.perf_counter(), 0.0, EVAL_EVERY
+            self.start, self.eval_s, self.next_eval = time.perf_counter(), 0.0, eval_every
             self.solved_at_step = self.solve_s = None
             self.evals: list[tuple[int, float]] = []  # (step, training seconds so far) at each evaluation
 
@@ -145,7 +145,7 @@ def run_sb3(algo: str, seed: int, budget: int, stop: bool) -> dict:
             act = lambda obs: self.model.predict(obs, deterministic=True)[0]  # noqa: E731
             mean = evaluate(act, gym_env, EVAL_EPISODES, seed + EVAL_SEED_OFFSET).mean
             self.eval_s += time.perf_counter() - t0
-            self.next_eval += EVAL_EVERY
+            self.next_eval += eval_every
             if mean >= threshold and self.solved_at_step is None:
                 self.solved_at_step = self.num_timesteps
                 self.solve_s = t0 - self.start - (self.eval_s - (time.perf_counter() - t0))

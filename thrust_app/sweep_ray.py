@@ -23,7 +23,7 @@ import os
 import statistics
 import tempfile
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from pathlib import Path
 from typing import Any
 
@@ -59,15 +59,12 @@ def ray_session(address: str | None, cpus: int) -> Iterator[None]:
     os.environ.update(environment)
     if address is not None:
         use_cluster_token()
+    # A local Ray, or a cluster on this machine's loopback: this process's own address is 127.0.0.1 too.
+    on_loopback = address is None or address.split(":")[0] in (LOOPBACK, "localhost")
+    where = {"address": address} if address else {"num_cpus": cpus, "include_dashboard": False, "_node_ip_address": LOOPBACK}
     try:
-        if address is None:
-            with pinned_to_loopback():
-                ray.init(num_cpus=cpus, include_dashboard=False, _node_ip_address=LOOPBACK, log_to_driver=False)
-        elif address.split(":")[0] in (LOOPBACK, "localhost"):  # a cluster on this machine's loopback
-            with pinned_to_loopback():
-                ray.init(address=address, log_to_driver=False)
-        else:
-            ray.init(address=address, log_to_driver=False)
+        with pinned_to_loopback() if on_loopback else nullcontext():
+            ray.init(log_to_driver=False, **where)
         yield
     finally:
         ray.shutdown()
