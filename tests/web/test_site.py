@@ -94,3 +94,18 @@ def test_embed_mode_plays_one_bundle_with_the_controls_hidden(static_server):
         page.wait_for_function("Number(document.getElementById('stat-steps').textContent) > 5", timeout=30_000)
         assert not page.is_visible("header") and not page.is_visible("#bundle") and page.is_visible("#play")
         assert page.is_visible("#canvas")
+
+
+@needs_browser
+def test_static_site_trains_in_the_tab(static_server):
+    """The Train mode needs no Thrust process: presets, templates and onnx.proto are files in the site."""
+    url = static_server + SUB_PATH
+    with player_page(url, "?mode=train") as page:
+        result = page.evaluate("window.thrustPlayer.trainInBrowser({env: 'bandit', seed: 1, backend: 'wasm'})")
+        assert result["solved"] and result["backend"] == "wasm"
+        episode = page.evaluate(
+            "n => window.thrustPlayer.runEpisode({bundle: n, seed: 0, ep: 'wasm'})",
+            page.evaluate("window.thrustPlayer.activeBundle"),
+        )
+        assert episode["episodeReturn"] == 1.0
+        assert page.failed == [] and all(request.startswith(url) for request in page.requests), page.failed

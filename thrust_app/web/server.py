@@ -2,9 +2,10 @@
 
 Routes: `/` and the player's files from web/, `/node_modules/...` (pyodide, onnxruntime-web),
 `/export/index.json` (the bundles found, built per request), `/export/<name>/{policy.onnx,manifest.json}`,
-and `/py/<wheel>` (Thrust's env cores for Pyodide). Every response carries COOP/COEP headers
-(cross-origin isolation, which onnxruntime-web's threaded wasm needs) and no request is ever made
-beyond this server.
+`/py/<wheel>` (Thrust's env cores for Pyodide) and `/py/training.json`, `/py/onnx.proto`,
+`/py/templates/<env>.{onnx,json}` (the Train mode's presets and export templates, training_assets.py).
+Every response carries COOP/COEP headers (cross-origin isolation, which onnxruntime-web's threaded wasm
+needs) and no request is ever made beyond this server.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from urllib.parse import unquote, urlparse
 
 from ..bundle import BundleError, load_bundle
 from .core_wheel import build_core_wheel, wheel_name
+from .training_assets import asset
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 WEB_DIR = REPO_ROOT / "web"
@@ -43,6 +45,7 @@ MIME_TYPES = {
     ".html": "text/html; charset=utf-8",
     ".map": "application/json",
     ".py": "text/x-python",
+    ".proto": "text/plain; charset=utf-8",
 }
 
 
@@ -56,7 +59,8 @@ class WebSetupError(RuntimeError):
 
 def ensure_node_modules(web_dir: Path = WEB_DIR, log=print) -> None:
     """Install web/'s npm packages from package-lock.json if they are missing."""
-    if (web_dir / "node_modules" / "pyodide").is_dir() and (web_dir / "node_modules" / "onnxruntime-web").is_dir():
+    packages = ("pyodide", "onnxruntime-web", "@tensorflow/tfjs-backend-wasm", "protobufjs")
+    if all((web_dir / "node_modules" / package).is_dir() for package in packages):
         return
     npm = shutil.which("npm")
     if npm is None:
@@ -140,6 +144,8 @@ class PlayerHandler(SimpleHTTPRequestHandler):
             return self._send(self.wheel, "application/zip")
         if path == "/py/index.json":
             return self._send(json.dumps({"wheel": wheel_name()}).encode(), "application/json")
+        if path.startswith("/py/") and (body := asset(path[len("/py/") :])) is not None:
+            return self._send(body, self.guess_type(path))
         if path.startswith("/export/"):
             target = (self.export_dir / path[len("/export/") :]).resolve()
             if self.export_dir.resolve() not in target.parents or not target.is_file():

@@ -1,13 +1,15 @@
 """`thrust web build OUT [BUNDLE...]`: the player as a static site, for any static file host.
 
 The folder holds what `thrust web` serves, as plain files: the page (web/), the few npm files it
-loads (Pyodide's runtime and standard library, onnxruntime-web's WebGPU/wasm build), Thrust's core
-wheel with `py/index.json`, the chosen bundles under `export/` and a static `export/index.json`.
+loads (Pyodide's runtime and standard library, onnxruntime-web's WebGPU/wasm build, TensorFlow.js and
+protobufjs for the Train mode), Thrust's core wheel with `py/index.json`, the Train mode's presets and
+ONNX templates under `py/`, the chosen bundles under `export/` and a static `export/index.json`.
 Every URL in the page is relative, so the folder works under a sub-path (GitHub Pages, an S3
 prefix, `python -m http.server` from a parent folder) with no Thrust process behind it.
 
 A static host sends no cross-origin-isolation headers, so onnxruntime-web runs single-threaded
-there, which is how the player runs it anyway (`ort.env.wasm.numThreads = 1`).
+there, which is how the player runs it anyway (`ort.env.wasm.numThreads = 1`), and TensorFlow.js's
+wasm backend takes its single-threaded SIMD build.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from pathlib import Path
 from ..bundle import BundleError, load_bundle
 from .core_wheel import build_core_wheel, wheel_name
 from .server import EXPORT_DIR, WEB_DIR, bundle_index, ensure_node_modules
+from .training_assets import ASSET_PATHS, asset
 
 #: The npm files the page loads, relative to web/node_modules (nothing else is copied).
 NPM_FILES = (
@@ -31,8 +34,24 @@ NPM_FILES = (
     "onnxruntime-web/dist/ort.webgpu.min.mjs",
     "onnxruntime-web/dist/ort-wasm-simd-threaded.asyncify.mjs",
     "onnxruntime-web/dist/ort-wasm-simd-threaded.asyncify.wasm",
+    # the Train mode: TensorFlow.js with its wasm (plain, SIMD, threaded SIMD) and WebGPU backends, protobufjs
+    "@tensorflow/tfjs/dist/tf.min.js",
+    "@tensorflow/tfjs-backend-wasm/dist/tf-backend-wasm.min.js",
+    "@tensorflow/tfjs-backend-wasm/dist/tfjs-backend-wasm.wasm",
+    "@tensorflow/tfjs-backend-wasm/dist/tfjs-backend-wasm-simd.wasm",
+    "@tensorflow/tfjs-backend-wasm/dist/tfjs-backend-wasm-threaded-simd.wasm",
+    "@tensorflow/tfjs-backend-webgpu/dist/tf-backend-webgpu.min.js",
+    "protobufjs/dist/protobuf.min.js",
 )
-PAGE_FILES = ("index.html", "styles.css", "src/env.js", "src/player.js", "src/policy.js", "src/render.js")
+PAGE_FILES = (
+    "index.html",
+    "styles.css",
+    "src/env.js",
+    "src/player.js",
+    "src/policy.js",
+    "src/render.js",
+    *(f"src/train/{name}.js" for name in ("bundle", "curve", "panel", "ppo", "tf", "trainer", "worker")),
+)
 #: Marks a folder this command wrote, so rebuilding may replace it and nothing else is ever deleted.
 MARKER = ".thrust-site"
 
@@ -73,6 +92,9 @@ def build_site(
         (staging / "py").mkdir()
         (staging / "py" / wheel_name()).write_bytes(build_core_wheel())
         (staging / "py" / "index.json").write_text(json.dumps({"wheel": wheel_name()}))
+        for path in ASSET_PATHS:  # the Train mode's presets and export templates
+            (staging / "py" / path).parent.mkdir(parents=True, exist_ok=True)
+            (staging / "py" / path).write_bytes(asset(path))
         for folder in folders:
             for file in ("policy.onnx", "manifest.json"):
                 _copy(folder / file, staging / "export" / folder.resolve().name / file)

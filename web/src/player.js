@@ -3,6 +3,7 @@
 import { PyEnv, startPython } from "./env.js";
 import { Policy, checkBundle, choosePolicy } from "./policy.js";
 import { draw } from "./render.js";
+import { setupTrainPanel } from "./train/panel.js";
 
 const $ = (id) => document.getElementById(id);
 const params = new URLSearchParams(location.search);
@@ -213,11 +214,12 @@ async function readDropped(files) {
   return { name: `dropped: ${onnx.name}`, manifest, model: new Uint8Array(await onnx.arrayBuffer()) };
 }
 
-// The automation hook: one whole episode, as fast as it goes.
+// The automation hook: one whole episode of the bundle named `bundle`, as fast as it goes.
 async function runEpisode({ bundle, seed = 0, ep = "auto", maxSteps = 100000 } = {}) {
   await ready;
   if (!state.bundle || state.bundle.name !== bundle || state.epRequest !== ep) {
-    await activate(fetchBundle(bundle), ep);
+    // the active bundle (one trained or dropped in this tab) by its name; any other from export/
+    await activate(state.bundle?.name === bundle ? state.bundle : fetchBundle(bundle), ep);
   }
   setPlaying(false);
   return exclusive(() => playEpisode(seed, maxSteps));
@@ -311,8 +313,42 @@ async function benchmark({ bundle, ep = "wasm", batch = 1, seconds = 1 } = {}) {
   }
 }
 
+// Train mode: the header's tabs switch the controls; a trained policy is played like any bundle.
+function setMode(mode) {
+  document.body.classList.toggle("training", mode === "train");
+  $("mode-play").setAttribute("aria-selected", String(mode === "play"));
+  $("mode-train").setAttribute("aria-selected", String(mode === "train"));
+}
+$("mode-play").addEventListener("click", () => setMode("play"));
+$("mode-train").addEventListener("click", () => setMode("train"));
+if (params.get("mode") === "train") setMode("train");
+
+const trainPanel = setupTrainPanel({
+  showError,
+  playBundle: async (bundle, { autoplay }) => {
+    await ready;
+    await activate(bundle, state.epRequest);
+    if (autoplay) setPlaying(true);
+  },
+});
+
+const toBase64 = (bytes) => btoa(Array.from(bytes, (b) => String.fromCharCode(b)).join(""));
+
+// The automation hook for training: {env, algo, seed, backend, maxSeconds, preset, config, timesteps, stopAt}
+// (all optional; defaults are the env's browser preset) -> {solved, seconds, steps, evalMean, backend, ...}.
+async function trainInBrowser(request = {}) {
+  setMode("train");
+  return trainPanel.train({ env: "cartpole", ...request });
+}
+
 window.thrustPlayer = {
-  ready, runEpisode, benchmark,
+  ready, runEpisode, benchmark, trainInBrowser,
+  stopTraining: () => trainPanel.stop(),
+  // The bundle the last training built: {manifest, model (base64)}, or null.
+  trainedBundle: () => (trainPanel.bundle ? { manifest: trainPanel.bundle.manifest, model: toBase64(trainPanel.bundle.model) } : null),
+  // The trained TensorFlow.js policy's greedy actions for a list of observations (what the bundle must equal).
+  trainedActions: (observations) => trainPanel.actions(observations),
+  trainingMemory: () => trainPanel.memory(),
   settled: () => queue, // resolves once every queued switch, step and episode is done
   get activeBundle() { return state.bundle?.name ?? null; },
   get timings() { return { pyodideStartupMs: state.python?.startupMs ?? null }; },

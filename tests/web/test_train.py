@@ -1,0 +1,298 @@
+"""The player's Train mode in headless Chromium: PPO in TensorFlow.js on Thrust's env cores under Pyodide.
+
+The browser PPO computes Thrust's loss and gradients (checked against torch on fixed batches), trains the
+bandit and CartPole, stops when asked, and its bundle acts as the tfjs policy does, plays in the player and
+evaluates in `thrust eval` to the return the page measured.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from thrust_app.algos.ppo import Minibatch, PPOConfig, ppo_loss
+from thrust_app.bundle import OnnxPolicy, load_bundle
+from thrust_app.envs.core import Box, Discrete
+from thrust_app.flat_params import clip_grad_norm_
+from thrust_app.nets import ActorCritic
+from thrust_app.rollout import compute_gae
+from thrust_app.run_spec import make_spec
+from thrust_app.trainer import EVAL_SEED_OFFSET
+from thrust_app.web.browser import player_page
+from thrust_app.web.training_assets import TRAIN_ENVS, policy_template, training_catalog
+
+from .test_player import needs_browser, server  # noqa: F401  (the module-scoped server fixture)
+
+pytestmark = needs_browser
+
+
+def test_catalog_is_the_desktop_presets():
+    catalog = training_catalog()
+    assert set(catalog["envs"]) == set(TRAIN_ENVS) and catalog["eval_seed_offset"] == EVAL_SEED_OFFSET
+    fast = catalog["envs"]["cartpole"]["presets"]["fast"]
+    spec = make_spec("ppo", "cartpole", preset="fast")
+    assert json.dumps(fast["config"]) == json.dumps(spec.config)  # the same values
+    assert (fast["timesteps"], fast["eval_every"], fast["stop_at_return"]) == (spec.timesteps, spec.eval_every, 475.0)
+    assert "GAE lambda" in catalog["help"]["gae_lambda"]
+
+
+@pytest.mark.parametrize("env", TRAIN_ENVS)
+def test_template_maps_every_initializer_to_a_layer(env):
+    _model, description = policy_template(env)
+    layers = len(description["sizes"]) - 1
+    slots = sorted((slot["layer"], slot["kind"]) for slot in description["initializers"].values())
+    assert slots == sorted((layer, kind) for layer in range(layers) for kind in ("weight", "bias"))
+    assert "sha256" not in description["manifest"] and description["manifest"]["env_id"].startswith("thrust/")
+
+
+# --- the same learning as Python: one update's loss and gradients, GAE ---------------------------------
+
+
+def tfjs_order(net: ActorCritic, field: str) -> list[np.ndarray]:
+    """The net's parameters (field "data") or gradients ("grad") in ppo.js's variable order: policy tower
+    layers, value tower layers, policy head, value head (each W as (in, out), then b), log std."""
+
+    def get(tensor: torch.Tensor) -> torch.Tensor:
+        return getattr(tensor, field)
+
+    towers, width = net.towers, net.towers.hidden[0]
+    first_w, first_b = get(towers.input_layer.weight), get(towers.input_layer.bias)
+    out = []
+    for index, rows in enumerate((slice(0, width), slice(width, 2 * width))):
+        out += [first_w[rows].T, first_b[rows]]
+        for weight, bias in zip(towers.weights, towers.biases, strict=True):
+            out += [get(weight)[index], get(bias)[index, 0]]
+    for head in (net.pi_head, net.vf_head):
+        out += [get(head.weight).T, get(head.bias)]
+    if not net.discrete:
+        out.append(get(net.log_std))
+    return [t.detach().numpy().astype(np.float32).copy() for t in out]
+
+
+LOSS_IN_PAGE = """async ({ backend, spec, weights, batch, clipRange, config }) => {
+  const { tf, useBackend } = await import("./src/train/tf.js");
+  const ppo = await import("./src/train/ppo.js");
+  await useBackend(backend);
+  const net = new ppo.ActorCritic(spec, ppo.makeRng(0));
+  net.setWeights(weights);
+  const rows = batch.returns.length;
+  const tensors = {
+    obs: tf.tensor2d(batch.obs.flat(), [rows, spec.obsSize]),
+    actions: spec.discrete ? tf.tensor1d(batch.actions, "int32") : tf.tensor2d(batch.actions.flat(), [rows, spec.outSize]),
+    oldLogProb: tf.tensor1d(batch.oldLogProb), oldValue: tf.tensor1d(batch.oldValue),
+    advantages: tf.tensor1d(batch.advantages), returns: tf.tensor1d(batch.returns),
+  };
+  const { loss, logs, grads } = ppo.clippedGradients(net, tensors, clipRange, config);
+  const out = {
+    loss: loss.dataSync()[0],
+    logs: Array.from(logs.dataSync()),
+    grads: net.variables().map((v) => Array.from(grads[v.name].dataSync())),
+  };
+  net.dispose();
+  return out;
+}"""
+
+
+@pytest.fixture(scope="module")
+def page(server):  # noqa: F811
+    with player_page(server.url, "?mode=train") as opened:
+        yield opened
+
+
+@pytest.mark.parametrize("backend", ["wasm", "cpu"])
+@pytest.mark.parametrize(("space", "clip_range_vf"), [(Discrete(3), 0.0), (Box((-2.0, -1.0), (2.0, 1.0), (2,)), 0.3)])
+def test_one_update_matches_torch(page, backend, space, clip_range_vf):
+    torch.manual_seed(1)
+    obs_size, rows = 4, 64
+    net = ActorCritic((obs_size,), space, (64, 64), "tanh", log_std_init=-0.3)
+    config = PPOConfig(clip_range_vf=clip_range_vf, ent_coef=0.01, vf_coef=0.5, max_grad_norm=0.5)
+    obs = torch.randn(rows, obs_size)
+    discrete = isinstance(space, Discrete)
+    with torch.no_grad():
+        actions, log_prob, value = net.sample(obs)
+    batch = Minibatch(
+        old_log_prob=log_prob + 0.1 * torch.randn(rows),  # a policy that moved: ratios away from 1, some clipped
+        old_value=value + 0.2 * torch.randn(rows),
+        advantages=torch.randn(rows) * 3 + 1,
+        returns=torch.randn(rows),
+    )
+    net.zero_grad()
+    loss, logs = ppo_loss(*net.evaluate_actions(obs, actions), batch=batch, clip_range=0.1, config=config)
+    logs = logs.detach()
+    loss.backward()
+    clip_grad_norm_(net.flat, config.max_grad_norm)
+    assert float(logs[4]) > 0.05  # the clipped branch is exercised
+
+    spec = {
+        "obsSize": obs_size,
+        "outSize": space.n if discrete else 2,
+        "discrete": discrete,
+        "hidden": [64, 64],
+        "activation": "tanh",
+    }
+    if not discrete:
+        spec |= {"low": list(space.low), "high": list(space.high)}
+    got = page.evaluate(
+        LOSS_IN_PAGE,
+        {
+            "backend": backend,
+            "spec": spec,
+            "weights": [w.ravel().tolist() for w in tfjs_order(net, "data")],
+            "batch": {
+                "obs": obs.tolist(),
+                "actions": actions.tolist(),
+                "oldLogProb": batch.old_log_prob.tolist(),
+                "oldValue": batch.old_value.tolist(),
+                "advantages": batch.advantages.tolist(),
+                "returns": batch.returns.tolist(),
+            },
+            "clipRange": 0.1,
+            "config": {
+                "normalize_advantage": True,
+                "clip_range_vf": clip_range_vf,
+                "vf_coef": 0.5,
+                "ent_coef": 0.01,
+                "max_grad_norm": 0.5,
+            },
+        },
+    )
+    assert got["loss"] == pytest.approx(loss.item(), rel=1e-5, abs=1e-6)
+    np.testing.assert_allclose(got["logs"], logs.numpy(), rtol=1e-4, atol=1e-6)
+    for mine, theirs in zip(got["grads"], tfjs_order(net, "grad"), strict=True):
+        np.testing.assert_allclose(np.asarray(mine, dtype=np.float32), theirs.ravel(), rtol=1e-3, atol=2e-6)
+
+
+def test_gae_matches_torch(page):
+    rng = np.random.default_rng(0)
+    steps, envs = 16, 3
+    rewards, values = rng.normal(size=(steps, envs)), rng.normal(size=(steps, envs))
+    dones, last = (rng.random((steps, envs)) < 0.2).astype(np.float64), rng.normal(size=envs)
+    got = page.evaluate(
+        """async ([r, v, d, last, T, N]) => {
+          const { computeGae } = await import("./src/train/ppo.js");
+          const [rewards, values, dones, lastValues] = [r, v, d, last].map((a) => Float32Array.from(a));
+          const out = computeGae(rewards, values, dones, lastValues, T, N, 0.98, 0.8);
+          return [Array.from(out.advantages), Array.from(out.returns)];
+        }""",
+        [rewards.ravel().tolist(), values.ravel().tolist(), dones.ravel().tolist(), last.tolist(), steps, envs],
+    )
+    as_tensor = lambda a: torch.tensor(a, dtype=torch.float32)  # noqa: E731
+    advantages, returns = compute_gae(as_tensor(rewards), as_tensor(values), as_tensor(dones), as_tensor(last), 0.98, 0.8)
+    np.testing.assert_allclose(np.reshape(got[0], (steps, envs)), advantages.numpy(), rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(np.reshape(got[1], (steps, envs)), returns.numpy(), rtol=1e-5, atol=1e-5)
+
+
+# --- training, stopping, exporting ----------------------------------------------------------------------
+
+
+def saved_bundle(page, folder: Path) -> Path:
+    trained = page.evaluate("window.thrustPlayer.trainedBundle()")
+    folder.mkdir(parents=True)
+    (folder / "policy.onnx").write_bytes(base64.b64decode(trained["model"]))
+    (folder / "manifest.json").write_text(json.dumps(trained["manifest"]))
+    return folder
+
+
+def thrust_eval_mean(folder: Path, seed: int, episodes: int = 10) -> float:
+    done = subprocess.run(
+        [sys.executable, "-m", "thrust_app", "eval", str(folder), "--seed", str(seed), "--episodes", str(episodes)],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return float(done.stdout.split("mean return ")[1].split()[0])
+
+
+def test_bandit_trains_to_100_percent_and_its_bundle_plays_everywhere(page, tmp_path):
+    result = page.evaluate("window.thrustPlayer.trainInBrowser({env: 'bandit', seed: 3, backend: 'wasm'})")
+    assert result["solved"] and result["evalMean"] == 1.0 and result["backend"] == "wasm"
+    folder = saved_bundle(page, tmp_path / "bandit")
+    bundle = load_bundle(folder)  # Python's checks: schema, sha256, ONNX IR version
+    assert bundle.manifest["training"]["eval_mean"] == 1.0 and "TensorFlow.js" in bundle.manifest["training"]["device"]
+    observations = [[0.0], [1.0], [0.3], [0.7]]
+    tfjs_actions = page.evaluate("obs => window.thrustPlayer.trainedActions(obs)", observations)
+    assert OnnxPolicy(bundle).act(np.asarray(observations, dtype=np.float32)).tolist() == tfjs_actions == [0, 1, 0, 1]
+    assert thrust_eval_mean(folder, 3 + EVAL_SEED_OFFSET) == 1.0
+    active = page.evaluate("window.thrustPlayer.activeBundle")
+    episode = page.evaluate("name => window.thrustPlayer.runEpisode({bundle: name, seed: 5, ep: 'wasm'})", active)
+    assert episode["episodeReturn"] == 1.0  # the player's onnxruntime-web plays the tab's bundle
+
+
+def test_cartpole_solves_and_the_bundle_evaluates_to_the_same_return(page, tmp_path):
+    result = page.evaluate(
+        "window.thrustPlayer.trainInBrowser({env: 'cartpole', preset: 'fast', seed: 0, backend: 'wasm', maxSeconds: 150})"
+    )
+    assert result["solved"] and result["evalMean"] >= 475, result
+    assert result["steps"] < 50_000 and result["stepsPerSecond"] > 0
+    folder = saved_bundle(page, tmp_path / "cartpole")
+    assert thrust_eval_mean(folder, 0 + EVAL_SEED_OFFSET) == pytest.approx(result["evalMean"])
+    observations = np.random.default_rng(0).normal(0, 0.5, size=(256, 4)).astype(np.float32)
+    tfjs_actions = page.evaluate("obs => window.thrustPlayer.trainedActions(obs)", observations.tolist())
+    assert OnnxPolicy(load_bundle(folder)).act(observations).tolist() == tfjs_actions
+
+
+def test_stop_mid_training_keeps_a_playable_policy_and_the_page_responsive(page):
+    request = {"env": "cartpole", "preset": "default", "seed": 1, "backend": "wasm", "stopAt": None}
+    page.evaluate("r => { window.__run = window.thrustPlayer.trainInBrowser(r); }", request)  # not awaited
+    page.wait_for_function("document.getElementById('train-progress').value >= 2048", timeout=120_000)
+    # the training loop runs in the worker: the page's own event loop keeps answering (a main-thread loop
+    # would hold it for seconds)
+    delays = page.evaluate(
+        """async () => {
+          const delays = [];
+          for (let k = 0; k < 20; k++) {
+            const asked = performance.now();
+            await new Promise((resolve) => setTimeout(resolve, 0));
+            delays.push(performance.now() - asked);
+            await new Promise((resolve) => setTimeout(resolve, 50));
+          }
+          return delays;
+        }"""
+    )
+    assert max(delays) < 1000, delays
+    assert page.is_enabled("#train-stop") and not page.is_enabled("#train-start")
+    page.click("#train-stop")
+    result = page.evaluate("window.__run")
+    assert result["status"] == "stopped" and 2048 <= result["steps"] < 100_000
+    assert page.is_enabled("#train-start") and not page.is_enabled("#train-stop")
+    assert page.is_visible("#train-download-onnx")
+    active = page.evaluate("window.thrustPlayer.activeBundle")
+    assert active.startswith("trained in this tab (cartpole, seed 1)")
+    episode = page.evaluate("name => window.thrustPlayer.runEpisode({bundle: name, seed: 0, ep: 'wasm'})", active)
+    assert episode["steps"] >= 1
+    memory = page.evaluate("window.thrustPlayer.trainingMemory()")
+    assert memory["numTensors"] < 200  # the trained net, Adam's moments, nothing per step
+
+
+@pytest.mark.parametrize(
+    ("request_", "message"),
+    [
+        ({"env": "atari"}, 'no env "atari"; it trains bandit, cartpole, pendulum'),
+        ({"env": "cartpole", "algo": "sac"}, 'trains ppo only, not "sac"'),
+        ({"env": "cartpole", "backend": "tpu"}, 'unknown backend "tpu"; choose auto, wasm, cpu, webgpu'),
+        ({"env": "cartpole", "preset": "turbo"}, 'no preset "turbo" for cartpole; its presets: default, fast'),
+        ({"env": "cartpole", "config": {"n_envs": 0}}, "n_envs must be at least 1"),
+        ({"env": "cartpole", "timesteps": 10}, "timesteps must be at least one rollout"),
+    ],
+)
+def test_bad_requests_are_refused_in_one_line(page, request_, message):
+    with pytest.raises(Exception, match=message.replace("(", r"\(")):
+        page.evaluate("r => window.thrustPlayer.trainInBrowser(r)", request_)
+
+
+def test_auto_backend_times_both_and_skips_the_software_gpu(page):
+    result = page.evaluate(
+        "window.thrustPlayer.trainInBrowser({env: 'bandit', seed: 0, backend: 'auto', timesteps: 512, stopAt: null})"
+    )
+    timings = result["backendTimings"]
+    assert isinstance(timings["wasm"], float) and isinstance(timings["cpu"], float)
+    assert "software adapter" in timings["webgpu"]  # SwiftShader here
+    assert result["backend"] == min(("wasm", "cpu"), key=lambda name: timings[name])
+    assert "wasm" in page.inner_text("#train-backend-status") and "cpu" in page.inner_text("#train-backend-status")

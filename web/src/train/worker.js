@@ -1,0 +1,106 @@
+// The Train mode's Web Worker: Python (Pyodide) and TensorFlow.js live here, so training never blocks the
+// page. Requests come as {id, type, ...} and are answered {id, value} or {id, error}; a training run also
+// sends {type: "progress", report} after each iteration. {type: "stop"} ends a run after its iteration.
+import { startPython } from "../env.js";
+import { describeBackend, tf, useBackend, webgpuIsSoftware } from "./tf.js";
+import { ActorCritic, clippedGradients, makeRng } from "./ppo.js";
+import { BrowserPPO } from "./trainer.js";
+
+const pythonReady = startPython();
+let trainer = null;
+let stopRequested = false;
+
+// Median milliseconds of one minibatch update of this run's net on the active backend.
+function timeUpdate(run, obsSize, outSize, discrete) {
+  const config = run.config;
+  const rng = makeRng(0);
+  const net = new ActorCritic({ obsSize, outSize, discrete, hidden: config.hidden, activation: config.activation, low: [-1], high: [1] }, rng);
+  const optimizer = tf.train.adam(config.learning_rate, 0.9, 0.999, 1e-5);
+  const rows = config.batch_size;
+  const times = [];
+  for (let k = 0; k < 13; k++) {
+    const began = performance.now();
+    const out = tf.tidy(() => {
+      const batch = {
+        obs: tf.randomNormal([rows, obsSize], 0, 1, "float32", k),
+        actions: discrete ? tf.zeros([rows], "int32") : tf.zeros([rows, outSize]),
+        oldLogProb: tf.zeros([rows]), oldValue: tf.zeros([rows]), advantages: tf.randomNormal([rows], 0, 1, "float32", k), returns: tf.ones([rows]),
+      };
+      const { logs, grads } = clippedGradients(net, batch, 0.2, config);
+      optimizer.applyGradients(grads);
+      return logs;
+    });
+    out.dataSync();
+    out.dispose();
+    if (k >= 3) times.push(performance.now() - began); // the first calls compile kernels
+  }
+  net.dispose();
+  optimizer.dispose();
+  return times.sort((a, b) => a - b)[times.length >> 1];
+}
+
+// "auto": time an update on wasm and cpu (and on WebGPU when the adapter is a real GPU) and keep the faster.
+async function chooseBackend(requested, run, shape) {
+  if (requested !== "auto") return { backend: await useBackend(requested), timings: {}, why: `${requested} chosen by hand` };
+  const timings = {};
+  const candidates = ["wasm", "cpu"];
+  if (!(await webgpuIsSoftware())) candidates.push("webgpu");
+  else timings.webgpu = "skipped: software adapter (20-200x slower than wasm here)";
+  for (const name of candidates) {
+    try {
+      await useBackend(name);
+      timings[name] = timeUpdate(run, ...shape);
+    } catch (err) {
+      timings[name] = `unavailable: ${err.message}`;
+    }
+  }
+  const measured = Object.entries(timings).filter(([, ms]) => typeof ms === "number");
+  const [best] = measured.sort((a, b) => a[1] - b[1])[0];
+  const backend = await useBackend(best);
+  const figures = measured.map(([name, ms]) => `${name} ${ms.toFixed(1)} ms`).join(", ");
+  return { backend, timings, why: `auto: the faster update (${figures})` };
+}
+
+const handlers = {
+  async train({ env, run, seed, backend = "wasm", maxSeconds = Infinity, stopAt = null, evalSeedOffset }) {
+    const python = await pythonReady;
+    trainer?.dispose();
+    trainer = null;
+    stopRequested = false;
+    const vector = python.pyodide.pyimport("thrust_app.envs.core.vector");
+    const probe = vector.CoreVec(env, 1, 0);
+    const space = probe.envs.get(0).action_space;
+    const shape = [probe.obs_size, probe.discrete ? space.n : probe.action_size, probe.discrete];
+    space.destroy();
+    probe.destroy();
+    vector.destroy();
+    const chosen = await chooseBackend(backend, run, shape);
+    postMessage({ type: "backend", chosen });
+    trainer = new BrowserPPO(python, { env, run, seed, evalSeedOffset });
+    const result = await trainer.train({
+      stopAt, maxSeconds, shouldStop: () => stopRequested,
+      onProgress: (report) => postMessage({ type: "progress", report }),
+    });
+    return { ...result, backend: tf.getBackend(), backendDetail: await describeBackend(), backendWhy: chosen.why, backendTimings: chosen.timings, weights: trainer.net.policyWeights(), evals: trainer.evals };
+  },
+  async actions({ observations }) {
+    if (!trainer) throw new Error("no policy has been trained in this tab yet");
+    return trainer.actions(observations);
+  },
+  async memory() {
+    return tf.memory();
+  },
+};
+
+onmessage = async ({ data }) => {
+  if (data.type === "stop") {
+    stopRequested = true;
+    return;
+  }
+  try {
+    postMessage({ id: data.id, value: await handlers[data.type](data) });
+  } catch (err) {
+    console.error(err);
+    postMessage({ id: data.id, error: err.message || String(err) });
+  }
+};
