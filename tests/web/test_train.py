@@ -90,10 +90,10 @@ LOSS_IN_PAGE = """async ({ backend, spec, weights, batch, clipRange, config }) =
     advantages: tf.tensor1d(batch.advantages), returns: tf.tensor1d(batch.returns),
   };
   const { loss, logs, grads } = ppo.clippedGradients(net, tensors, clipRange, config);
-  const out = {
-    loss: loss.dataSync()[0],
-    logs: Array.from(logs.dataSync()),
-    grads: net.variables().map((v) => Array.from(grads[v.name].dataSync())),
+  const out = {  // asynchronous reads: WebGPU has no synchronous one
+    loss: (await loss.data())[0],
+    logs: Array.from(await logs.data()),
+    grads: await Promise.all(net.variables().map(async (v) => Array.from(await grads[v.name].data()))),
   };
   net.dispose();
   return out;
@@ -106,7 +106,7 @@ def page(server):  # noqa: F811
         yield opened
 
 
-@pytest.mark.parametrize("backend", ["wasm", "cpu"])
+@pytest.mark.parametrize("backend", ["wasm", "cpu", "webgpu"])
 @pytest.mark.parametrize(("space", "clip_range_vf"), [(Discrete(3), 0.0), (Box((-2.0, -1.0), (2.0, 1.0), (2,)), 0.3)])
 def test_one_update_matches_torch(page, backend, space, clip_range_vf):
     torch.manual_seed(1)
@@ -285,6 +285,17 @@ def test_stop_mid_training_keeps_a_playable_policy_and_the_page_responsive(page)
 def test_bad_requests_are_refused_in_one_line(page, request_, message):
     with pytest.raises(Exception, match=message.replace("(", r"\(")):
         page.evaluate("r => window.thrustPlayer.trainInBrowser(r)", request_)
+
+
+def test_webgpu_can_be_chosen_by_hand(page):
+    """Selectable even where it is a software adapter (SwiftShader here, ~40x slower than wasm): one rollout."""
+    result = page.evaluate(
+        "window.thrustPlayer.trainInBrowser({env: 'bandit', seed: 0, backend: 'webgpu', timesteps: 256, stopAt: null})"
+    )
+    assert result["backend"] == "webgpu" and result["steps"] == 256 and result["status"] == "budget"
+    assert page.evaluate("window.thrustPlayer.trainedBundle()")["manifest"]["training"]["device"].endswith(
+        "webgpu (software adapter)"
+    )
 
 
 def test_auto_backend_times_both_and_skips_the_software_gpu(page):

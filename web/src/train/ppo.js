@@ -97,8 +97,9 @@ export class ActorCritic {
   }
 
   // The deterministic action's inputs: the policy tower and head as (W, b) arrays, what a bundle holds.
-  policyWeights() {
-    return [...this.policyTower, this.piHead].map((layer) => ({ W: layer.W.dataSync().slice(), b: layer.b.dataSync().slice(), shape: layer.W.shape }));
+  async policyWeights() {
+    const layers = [...this.policyTower, this.piHead];
+    return Promise.all(layers.map(async (layer) => ({ W: await layer.W.data(), b: await layer.b.data(), shape: layer.W.shape })));
   }
 
   setWeights(arrays) {
@@ -154,7 +155,8 @@ export function clippedGradients(net, batch, clipRange, config) {
     logs = tf.keep(tf.stack([out.logs.policyLoss, out.logs.valueLoss, out.logs.entropy, out.logs.approxKl, out.logs.clipFraction]));
     return out.loss;
   }, variables);
-  const norm = tf.sqrt(tf.addN(variables.map((v) => tf.sum(tf.square(grads[v.name])))));
+  // ||g|| over every variable; a stack and a sum, not tf.addN, which corrupts other tensors on tfjs 4.22's WebGPU backend
+  const norm = tf.sqrt(tf.sum(tf.stack(variables.map((v) => tf.sum(tf.square(grads[v.name]))))));
   const scale = tf.minimum(1, tf.div(config.max_grad_norm, tf.add(norm, 1e-6)));
   const clipped = Object.fromEntries(variables.map((v) => [v.name, tf.mul(grads[v.name], scale)]));
   return { loss, logs, grads: clipped, norm };

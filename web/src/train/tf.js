@@ -24,7 +24,9 @@ export async function useBackend(name) {
   return describeBackend();
 }
 
-// The active backend in words: "wasm (2 threads)", "webgpu (software adapter)", "cpu".
+// The active backend in words: "wasm (1 thread)", "webgpu (software adapter)", "cpu". Where the page is
+// cross-origin isolated, tfjs takes its threaded SIMD wasm build with a pool of half the logical cores (at
+// most 4; tf.wasm.setThreadsCount has no effect in 4.22, tensorflow/tfjs#8513); elsewhere the SIMD build.
 export async function describeBackend() {
   const name = tf.getBackend();
   if (name === "wasm") {

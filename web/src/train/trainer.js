@@ -52,16 +52,18 @@ export class BrowserPPO {
     this.evals = [];
   }
 
-  // The policy head and values of observations (host arrays in, host arrays out).
-  forward(obsArray, rows) {
-    return tf.tidy(() => {
-      const { head, value } = this.net.forward(tf.tensor2d(obsArray, [rows, this.obsSize]));
-      return { head: head.dataSync(), value: value.dataSync() };
-    });
+  // The policy head and values of observations (host arrays in, host arrays out). Reads are asynchronous:
+  // WebGPU's synchronous read returns zeros in a worker.
+  async forward(obsArray, rows) {
+    const { head, value } = tf.tidy(() => this.net.forward(tf.tensor2d(obsArray, [rows, this.obsSize])));
+    const [headData, valueData] = await Promise.all([head.data(), value.data()]);
+    head.dispose();
+    value.dispose();
+    return { head: headData, value: valueData };
   }
 
   // One sampled action per row, its log-probability, and the action the env receives (clipped for Box).
-  sample(head, rows) {
+  sample(head, rows, logStd) {
     const out = this.net.outSize;
     const actions = new Float32Array(rows * (this.discrete ? 1 : out));
     const logProbs = new Float32Array(rows);
@@ -83,7 +85,6 @@ export class BrowserPPO {
       }
       return { actions, logProbs, envActions };
     }
-    const logStd = this.net.logStd.dataSync();
     for (let r = 0; r < rows; r++) {
       let logProb = 0;
       for (let d = 0; d < out; d++) {
@@ -111,23 +112,24 @@ export class BrowserPPO {
   }
 
   // n_steps of every env with the current policy; truncated episodes get gamma * V(final obs) added.
-  collectRollout() {
+  async collectRollout() {
     const { n_envs: N, n_steps: T, gamma } = this.config;
     const actSize = this.discrete ? 1 : this.net.outSize;
     const rollout = {
       obs: new Float32Array(T * N * this.obsSize), actions: new Float32Array(T * N * actSize), logProbs: new Float32Array(T * N),
       values: new Float32Array(T * N), rewards: new Float32Array(T * N), dones: new Float32Array(T * N), episodes: [],
     };
+    const logStd = this.discrete ? null : await this.net.logStd.data();
     for (let t = 0; t < T; t++) {
-      const { head, value } = this.forward(this.obs, N);
-      const { actions, logProbs, envActions } = this.sample(head, N);
+      const { head, value } = await this.forward(this.obs, N);
+      const { actions, logProbs, envActions } = this.sample(head, N, logStd);
       rollout.obs.set(this.obs, t * N * this.obsSize);
       rollout.actions.set(actions, t * N * actSize);
       rollout.logProbs.set(logProbs, t * N);
       rollout.values.set(value, t * N);
       const [obs, rewards, terminated, truncated, truncatedObs, finished] = toJsOnce(this.vec.step(envActions));
       if (truncatedObs.length) {
-        const bootstrap = this.forward(truncatedObs.flatMap(([, final]) => final), truncatedObs.length).value;
+        const bootstrap = (await this.forward(truncatedObs.flatMap(([, final]) => final), truncatedObs.length)).value;
         truncatedObs.forEach(([env], i) => { rewards[env] += gamma * bootstrap[i]; });
       }
       for (let env = 0; env < N; env++) {
@@ -137,12 +139,12 @@ export class BrowserPPO {
       rollout.episodes.push(...finished.map(([ret, length]) => ({ step: this.step + (t + 1) * N, ret, length })));
       this.obs = obs;
     }
-    rollout.lastValues = this.forward(this.obs, N).value;
+    rollout.lastValues = (await this.forward(this.obs, N)).value;
     return rollout;
   }
 
   // n_epochs of minibatch updates on one rollout (thrust_app/algos/ppo.py's update); returns mean logs.
-  update(rollout, advantages, returns, clipRange) {
+  async update(rollout, advantages, returns, clipRange) {
     const config = this.config;
     const n = rollout.values.length;
     const actSize = this.discrete ? 1 : this.net.outSize;
@@ -174,7 +176,7 @@ export class BrowserPPO {
           this.optimizer.applyGradients(grads);
           return values;
         });
-        const numbers = stats.dataSync();
+        const numbers = await stats.data();
         stats.dispose();
         this.updateMs.push(performance.now() - began);
         logs.push(numbers);
@@ -185,28 +187,28 @@ export class BrowserPPO {
   }
 
   // One iteration: schedules from progress, rollout, GAE, update.
-  iteration() {
+  async iteration() {
     const config = this.config;
     const progressRemaining = Math.max(0, 1 - this.step / this.run.timesteps);
     this.optimizer.learningRate = schedule(config.learning_rate, config.lr_schedule, progressRemaining);
     const clipRange = schedule(config.clip_range, config.clip_schedule, progressRemaining);
-    const rollout = this.collectRollout();
+    const rollout = await this.collectRollout();
     const { advantages, returns } = computeGae(
       rollout.rewards, rollout.values, rollout.dones, rollout.lastValues, config.n_steps, config.n_envs, config.gamma, config.gae_lambda,
     );
-    const losses = this.update(rollout, advantages, returns, clipRange);
+    const losses = await this.update(rollout, advantages, returns, clipRange);
     this.step += config.n_steps * config.n_envs;
     return { episodes: rollout.episodes, losses, learningRate: this.optimizer.learningRate };
   }
 
   // eval_episodes greedy episodes side by side (as thrust_app/evaluation.py), seeds seed + offset + i.
-  evaluate() {
+  async evaluate() {
     const episodes = this.run.eval_episodes;
     let obs = toJsOnce(this.evalVec.reset());
     const returns = new Array(episodes).fill(0);
     const live = new Array(episodes).fill(true);
     while (live.some(Boolean)) {
-      const actions = this.greedy(this.forward(obs, episodes).head, episodes);
+      const actions = this.greedy((await this.forward(obs, episodes)).head, episodes);
       const [next, rewards, terminated, truncated] = toJsOnce(this.evalVec.step(actions));
       for (let i = 0; i < episodes; i++) {
         if (!live[i]) continue;
@@ -230,11 +232,11 @@ export class BrowserPPO {
     while (this.step < this.run.timesteps) {
       if (shouldStop()) { status = "stopped"; break; }
       if (seconds() >= maxSeconds) { status = "time limit"; break; }
-      const { episodes, losses, learningRate } = this.iteration();
+      const { episodes, losses, learningRate } = await this.iteration();
       let evaluation = null;
       if (this.step >= nextEval || this.step >= this.run.timesteps) {
         const evalStarted = performance.now();
-        evaluation = this.evaluate();
+        evaluation = await this.evaluate();
         evalSeconds += (performance.now() - evalStarted) / 1000;
         this.evals.push(evaluation);
         while (nextEval <= this.step) nextEval += this.run.eval_every;
@@ -255,8 +257,8 @@ export class BrowserPPO {
   }
 
   // Greedy actions for given observations (what the exported bundle must reproduce).
-  actions(observations) {
-    return this.greedy(this.forward(observations.flat(), observations.length).head, observations.length);
+  async actions(observations) {
+    return this.greedy((await this.forward(observations.flat(), observations.length)).head, observations.length);
   }
 
   dispose() {

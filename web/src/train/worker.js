@@ -11,7 +11,7 @@ let trainer = null;
 let stopRequested = false;
 
 // Median milliseconds of one minibatch update of this run's net on the active backend.
-function timeUpdate(run, obsSize, outSize, discrete) {
+async function timeUpdate(run, obsSize, outSize, discrete) {
   const config = run.config;
   const rng = makeRng(0);
   const net = new ActorCritic({ obsSize, outSize, discrete, hidden: config.hidden, activation: config.activation, low: [-1], high: [1] }, rng);
@@ -30,7 +30,7 @@ function timeUpdate(run, obsSize, outSize, discrete) {
       optimizer.applyGradients(grads);
       return logs;
     });
-    out.dataSync();
+    await out.data();
     out.dispose();
     if (k >= 3) times.push(performance.now() - began); // the first calls compile kernels
   }
@@ -49,7 +49,7 @@ async function chooseBackend(requested, run, shape) {
   for (const name of candidates) {
     try {
       await useBackend(name);
-      timings[name] = timeUpdate(run, ...shape);
+      timings[name] = await timeUpdate(run, ...shape);
     } catch (err) {
       timings[name] = `unavailable: ${err.message}`;
     }
@@ -81,7 +81,7 @@ const handlers = {
       stopAt, maxSeconds, shouldStop: () => stopRequested,
       onProgress: (report) => postMessage({ type: "progress", report }),
     });
-    return { ...result, backend: tf.getBackend(), backendDetail: await describeBackend(), backendWhy: chosen.why, backendTimings: chosen.timings, weights: trainer.net.policyWeights(), evals: trainer.evals };
+    return { ...result, backend: tf.getBackend(), backendDetail: await describeBackend(), backendWhy: chosen.why, backendTimings: chosen.timings, weights: await trainer.net.policyWeights(), evals: trainer.evals };
   },
   async actions({ observations }) {
     if (!trainer) throw new Error("no policy has been trained in this tab yet");
