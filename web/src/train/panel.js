@@ -187,6 +187,7 @@ export function setupTrainPanel({ playBundle, showError }) {
     state.running = worker().request("train", { env, run, seed, backend, stopAt, maxSeconds: request?.maxSeconds ?? Infinity, evalSeedOffset: catalog.eval_seed_offset });
     try {
       const result = await state.running;
+      result.receivedAt = performance.now(); // the worker is done; building and loading the bundle follow
       const bundle = await buildBundle(await template, result.weights, {
         training: {
           timesteps: result.steps, eval_mean: result.evalMean, solved_at_step: result.solvedAtStep, seed,
@@ -198,7 +199,8 @@ export function setupTrainPanel({ playBundle, showError }) {
       state.bundle = { name: `trained in this tab (${env}, seed ${seed})`, ...bundle };
       offerDownload(state.bundle);
       $("train-status").textContent = `${result.status} after ${result.steps.toLocaleString()} steps in ${result.seconds.toFixed(1)} s`
-        + (result.evalMean === null ? "" : `, last eval ${result.evalMean.toFixed(1)}`) + "; the trained policy is loaded: press Play";
+        + (result.evalMean === null ? "" : `, last eval ${result.evalMean.toFixed(1)}`)
+        + (request ? "; the trained policy is loaded in the player" : "; the trained policy plays above");
       await playBundle(state.bundle, { autoplay: !request }); // the automation API plays episodes itself
       delete result.weights;
       state.lastResult = result;

@@ -162,6 +162,16 @@ export function clippedGradients(net, batch, clipRange, config) {
   return { loss, logs, grads: clipped, norm };
 }
 
+// One optimizer step on one minibatch of tensors: clipped gradients, then Adam. Returns the logged values
+// (one tensor, LOG_NAMES order), which the caller reads and disposes.
+export function minibatchStep(net, optimizer, batch, clipRange, config) {
+  return tf.tidy(() => {
+    const { logs, grads } = clippedGradients(net, batch, clipRange, config);
+    optimizer.applyGradients(grads);
+    return logs;
+  });
+}
+
 // Generalised advantage estimates (Schulman et al., 2016) and returns over a (T, N) rollout, row-major,
 // as compute_gae in thrust_app/rollout.py. Returns are A_t + V(s_t).
 export function computeGae(rewards, values, dones, lastValues, T, N, gamma, gaeLambda) {

@@ -1,7 +1,7 @@
 // The Train mode's training loop: Thrust's pure-Python env cores (Pyodide, thrust_app/envs/core/vector.py)
 // stepped as one batch per call, PPO in TensorFlow.js (ppo.js). It reads as the desktop trainer does:
 // collect a rollout, compute GAE, update, evaluate on schedule, report, stop at the solve or the budget.
-import { ActorCritic, LOG_NAMES, clippedGradients, computeGae, makeRng, schedule } from "./ppo.js";
+import { ActorCritic, LOG_NAMES, computeGae, makeRng, minibatchStep, schedule } from "./ppo.js";
 import { tf } from "./tf.js";
 
 const median = (values) => {
@@ -163,19 +163,16 @@ export class BrowserPPO {
       for (let start = 0; start < n; start += config.batch_size) {
         const index = order.slice(start, start + config.batch_size);
         const began = performance.now();
-        const stats = tf.tidy(() => {
-          const batch = {
+        const batch = tf.tidy(() => ({
             obs: tf.tensor2d(gather(rollout.obs, index, this.obsSize), [index.length, this.obsSize]),
             actions: this.discrete ? tf.tensor1d(Int32Array.from(index, (row) => rollout.actions[row]), "int32") : tf.tensor2d(gather(rollout.actions, index, actSize), [index.length, actSize]),
             oldLogProb: tf.tensor1d(gather(rollout.logProbs, index, 1)),
             oldValue: tf.tensor1d(gather(rollout.values, index, 1)),
             advantages: tf.tensor1d(gather(advantages, index, 1)),
             returns: tf.tensor1d(gather(returns, index, 1)),
-          };
-          const { logs: values, grads } = clippedGradients(this.net, batch, clipRange, config);
-          this.optimizer.applyGradients(grads);
-          return values;
-        });
+        }));
+        const stats = minibatchStep(this.net, this.optimizer, batch, clipRange, config);
+        tf.dispose(batch);
         const numbers = await stats.data();
         stats.dispose();
         this.updateMs.push(performance.now() - began);

@@ -3,7 +3,7 @@
 // sends {type: "progress", report} after each iteration. {type: "stop"} ends a run after its iteration.
 import { startPython } from "../env.js";
 import { describeBackend, tf, useBackend, webgpuIsSoftware } from "./tf.js";
-import { ActorCritic, clippedGradients, makeRng } from "./ppo.js";
+import { ActorCritic, makeRng, minibatchStep } from "./ppo.js";
 import { BrowserPPO } from "./trainer.js";
 
 const pythonReady = startPython();
@@ -20,18 +20,14 @@ async function timeUpdate(run, obsSize, outSize, discrete) {
   const times = [];
   for (let k = 0; k < 13; k++) {
     const began = performance.now();
-    const out = tf.tidy(() => {
-      const batch = {
-        obs: tf.randomNormal([rows, obsSize], 0, 1, "float32", k),
-        actions: discrete ? tf.zeros([rows], "int32") : tf.zeros([rows, outSize]),
-        oldLogProb: tf.zeros([rows]), oldValue: tf.zeros([rows]), advantages: tf.randomNormal([rows], 0, 1, "float32", k), returns: tf.ones([rows]),
-      };
-      const { logs, grads } = clippedGradients(net, batch, 0.2, config);
-      optimizer.applyGradients(grads);
-      return logs;
-    });
-    await out.data();
-    out.dispose();
+    const batch = tf.tidy(() => ({
+      obs: tf.randomNormal([rows, obsSize], 0, 1, "float32", k),
+      actions: discrete ? tf.zeros([rows], "int32") : tf.zeros([rows, outSize]),
+      oldLogProb: tf.zeros([rows]), oldValue: tf.zeros([rows]), advantages: tf.randomNormal([rows], 0, 1, "float32", k), returns: tf.ones([rows]),
+    }));
+    const logs = minibatchStep(net, optimizer, batch, 0.2, config);
+    await logs.data();
+    tf.dispose([batch, logs]);
     if (k >= 3) times.push(performance.now() - began); // the first calls compile kernels
   }
   net.dispose();
