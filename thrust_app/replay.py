@@ -35,12 +35,25 @@ class ReplayBuffer:
         self, obs: torch.Tensor, action: torch.Tensor, reward: torch.Tensor, next_obs: torch.Tensor, terminated: torch.Tensor
     ) -> None:
         n = obs.shape[0]
-        idx = (torch.arange(n, device=obs.device) + self.pos) % self.capacity
-        self.obs[idx] = obs
-        self.actions[idx] = action
-        self.rewards[idx] = reward
-        self.next_obs[idx] = next_obs
-        self.terminated[idx] = terminated.float()
+        if n > self.capacity:  # only the newest `capacity` survive: write those where a row-by-row ring puts them
+            obs, action, reward, next_obs, terminated = (
+                t[-self.capacity :] for t in (obs, action, reward, next_obs, terminated)
+            )
+            self.pos = (self.pos + n - self.capacity) % self.capacity
+            self.size = self.capacity
+            n = self.capacity
+        # Contiguous slices, not an index tensor: a slice copy is one cheap op per array, and an acting step
+        # writes one row. A write that runs past the end wraps as two slices.
+        first = min(n, self.capacity - self.pos)
+        for start, rows in ((self.pos, slice(0, first)), (0, slice(first, n))):
+            count = rows.stop - rows.start
+            if count == 0:
+                continue
+            self.obs[start : start + count] = obs[rows]
+            self.actions[start : start + count] = action[rows]
+            self.rewards[start : start + count] = reward[rows]
+            self.next_obs[start : start + count] = next_obs[rows]
+            self.terminated[start : start + count] = terminated[rows]
         self.pos = (self.pos + n) % self.capacity
         self.size = min(self.size + n, self.capacity)
 
