@@ -5,7 +5,8 @@ one device dispatch. This bench runs PPO iterations (collect n_steps from every 
 of 8 minibatches) with the batched CartPole either as numpy arrays on the host or as torch tensors
 on the training device (no per-step copy to the host), and reports env-steps/s per setting.
 
-    python benches/batched_ppo.py [--quick] [--devices cpu,cuda] [--envs 1,64,1024,4096] [--json PATH]
+    python benches/batched_ppo.py [--quick] [--devices cpu,cuda] [--envs 1,64,1024,4096]
+                                  [--env-backends numpy,torch] [--json PATH]
 """
 
 from __future__ import annotations
@@ -37,11 +38,12 @@ def ppo_iteration(num_envs: int, backend: str, device: torch.device):
     )
     env = make_batched("cartpole", num_envs, seed=0, backend=backend, device=str(device), check_actions=False)
     agent = PPO(env.observation_space.shape, env.action_space, config, device, seed=0)
+    agent.apply_schedules(1.0)  # what the trainer does before each iteration: learning rate and clip range
     io = EnvIO(device)
     state = {"obs": io.reset(env)}
 
     def iterate():
-        state["obs"] = agent.iteration(env, io, state["obs"], 1.0).obs
+        state["obs"] = agent.iteration(env, io, state["obs"]).obs
 
     return iterate, samples
 
@@ -51,6 +53,9 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--devices", default="cpu,cuda")
     parser.add_argument("--envs", default="1,64,1024,4096")
+    parser.add_argument(
+        "--env-backends", default="numpy,torch", help="numpy (env on the host, a copy per step), torch (on the device)"
+    )
     parser.add_argument("--json", type=Path)
     args = parser.parse_args()
     rounds, min_time = (2, 0.3) if args.quick else (5, 1.5)
@@ -58,7 +63,7 @@ def main() -> None:
     benches, units, sync = {}, {}, {}
     for n in (int(v) for v in args.envs.split(",")):
         for d in devices:
-            for backend in ("numpy", "torch"):
+            for backend in args.env_backends.split(","):
                 key = f"N={n} {d} env:{backend}"
                 benches[key], units[key] = ppo_iteration(n, backend, resolve_device(d))
                 if d == "cuda":
