@@ -6,7 +6,8 @@ one of its networks: 4 for DQN (online forward, target forward, backward ~ 2 for
 SAC (2 actor and 6 critic forwards, the critic, actor-through-critic and actor backwards). The
 ratio bounds what any rewrite of the update could gain at the same hyperparameters on one thread.
 Then one acting step (the behaviour policy's batch-1 forward, the env step, the replay-buffer write)
-and each of its parts, in microseconds.
+and each of its parts, in microseconds, as the reference (`acting="torch"`) and the fast path
+(`acting="fast"`, fast_acting.py) take it.
 
     python benches/update_floor.py [--rounds 5]
 """
@@ -63,7 +64,9 @@ def main() -> None:
             f"{algo}: update {update:.2f} ms; its matmul work as {forwards} plain forwards {floor:.2f} ms "
             f"({floor / update:.0%} of the update)"
         )
-        print(f"{algo}: acting step (goal <= 60 us): " + acting_step(agent, env, io, obs, args.rounds))
+        agent.apply_schedules(0.0)  # DQN's epsilon at its final value: most steps act greedily, through the net
+        print(f"{algo}: acting step, acting=torch (goal <= 60 us): " + acting_step(agent, env, io, obs, args.rounds))
+        print(f"{algo}: acting step, acting=fast (goal <= 60 us): " + fast_acting_step(agent, env, obs, args.rounds))
 
 
 def acting_step(agent, env, io, obs: torch.Tensor, rounds: int) -> str:
@@ -82,6 +85,35 @@ def acting_step(agent, env, io, obs: torch.Tensor, rounds: int) -> str:
 
     def write() -> None:
         agent.buffer.add(obs, action, step.reward, step.final_obs, step.terminated)
+
+    def whole() -> None:
+        act()
+        env_step()
+        write()
+
+    parts = {
+        name: best_ms(fn, 2000, rounds) * 1e3
+        for name, fn in [("whole", whole), ("forward", act), ("env step", env_step), ("buffer write", write)]
+    }
+    return f"{parts.pop('whole'):.0f} us = " + " + ".join(f"{name} {us:.0f}" for name, us in parts.items())
+
+
+def fast_acting_step(agent, env, obs: torch.Tensor, rounds: int) -> str:
+    """The same step as the fast acting path takes it (fast_acting.py): the explorer's numpy forward on
+    pre-drawn noise, the env's own numpy step, the buffer's numpy write."""
+    explorer, (draw,) = agent.fast_explorer(), agent.exploration_draws(1, env.num_envs)
+    obs_array = obs.numpy()
+    action = explorer(obs_array, *draw)
+    step = env.step(action)
+
+    def act() -> None:
+        explorer(obs_array, *draw)
+
+    def env_step() -> None:
+        env.step(action)
+
+    def write() -> None:
+        agent.buffer.add_arrays(obs_array, action, step.reward, step.final_obs, step.terminated)
 
     def whole() -> None:
         act()

@@ -89,6 +89,7 @@ class Trainer:
             device=str(device),
             check_actions=False,
         )
+        self.algo.prepare(self.env)
         self.env_io = EnvIO(device)
         self.obs = self.env_io.reset(self.env)
         threshold = spec.stop_at_return if spec.stop_at_return is not None else solve_threshold(spec.env)

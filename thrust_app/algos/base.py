@@ -76,6 +76,11 @@ class Algorithm(ABC):
             if isinstance(part, torch.optim.Optimizer):
                 set_learning_rate(part, learning_rate)
 
+    def prepare(self, env: VecEnv) -> None:
+        """Called once with the env a run steps, before training: an algorithm may pick its code path for
+        it here and add to `notes` (the off-policy ones decide on fast acting)."""
+        return None
+
     @abstractmethod
     def iteration(self, env: VecEnv, env_io: EnvIO, obs: torch.Tensor) -> Iteration:
         """Collect experience from `env` starting at `obs`, learn from it, and report."""

@@ -10,11 +10,13 @@ import copy
 from dataclasses import dataclass
 from typing import Literal
 
+import numpy as np
 import torch
 from torch import nn
 
 from ..config import param
 from ..envs.core import Discrete
+from ..fast_acting import FastEpsilonGreedy
 from ..flat_params import clip_grad_norm_
 from ..nets import QNetwork
 from .off_policy import OffPolicyAlgorithm, OffPolicyConfig, polyak
@@ -73,6 +75,7 @@ class DQN(OffPolicyAlgorithm):
         self.optimizer = torch.optim.Adam([self.q_net.flat], lr=config.learning_rate, fused=True)
         self.exploration_rate = config.exploration_initial_eps
         self._last_target_update = 0
+        self._fast_explorer: FastEpsilonGreedy | None = None
 
     @property
     def policy(self) -> QNetwork:
@@ -102,6 +105,17 @@ class DQN(OffPolicyAlgorithm):
         greedy = self.q_net(obs).argmax(1)
         explore = torch.rand(obs.shape[0], generator=self.generator, device=self.device) < self.exploration_rate
         return torch.where(explore, self.random_actions(obs.shape[0]), greedy)
+
+    def fast_explorer(self):
+        if self._fast_explorer is None:
+            self._fast_explorer = FastEpsilonGreedy(self.q_net)
+        explorer, epsilon = self._fast_explorer, self.exploration_rate
+        return lambda obs, uniform, random_action: explorer(obs, uniform, random_action, epsilon)
+
+    def exploration_draws(self, steps: int, n: int) -> list[tuple[np.ndarray, ...]]:
+        uniform = torch.rand((steps, n), generator=self.generator, device=self.device).numpy()
+        random_action = self.random_actions(steps * n).reshape(steps, n).numpy()
+        return list(zip(uniform, random_action, strict=True))
 
     def train_step(self) -> dict[str, torch.Tensor]:
         config = self.config

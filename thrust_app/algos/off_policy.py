@@ -5,11 +5,14 @@ from __future__ import annotations
 
 import dataclasses
 from abc import abstractmethod
+from typing import Any, Literal
 
+import numpy as np
 import torch
 
 from ..config import AlgoConfig, check_memory, param
 from ..envs.core import Box
+from ..fast_acting import unsupported_reason
 from ..flat_params import FlatParameters
 from ..replay import ReplayBuffer
 from .base import Algorithm, Iteration
@@ -25,6 +28,11 @@ class OffPolicyConfig(AlgoConfig):
     train_freq: int = param(1, "env steps (per env) between learning phases", ge=1)
     gradient_steps: int = param(1, "gradient steps per learning phase", ge=1)
     tau: float = param(0.005, "target network update weight (1.0 = hard copy)", gt=0, le=1)
+    acting: Literal["fast", "torch"] = param(
+        "fast",
+        "how the behaviour policy acts: fast (fast_acting.py: its forward in numpy, exploration noise drawn once "
+        "per iteration; vector observations, numpy env, CPU) or torch (the reference); both act alike",
+    )
 
     def check_fits(self, timesteps: int, obs_size: int) -> None:
         """The replay buffer and the envs must fit the machine's memory."""
@@ -58,6 +66,15 @@ class OffPolicyAlgorithm(Algorithm):
         """The behaviour policy's actions for a batch of observations."""
 
     @abstractmethod
+    def fast_explorer(self) -> Any:
+        """The behaviour policy in numpy (fast_acting.py), called as `explorer(obs, *draws)`."""
+
+    @abstractmethod
+    def exploration_draws(self, steps: int, n: int) -> list[tuple[np.ndarray, ...]]:
+        """The random numbers `steps` calls of the fast explorer take for n envs, drawn at once from the
+        algorithm's generator: one tuple per step."""
+
+    @abstractmethod
     def train_step(self) -> dict[str, torch.Tensor]:
         """One gradient step on a sampled minibatch; returns detached losses."""
 
@@ -72,7 +89,28 @@ class OffPolicyAlgorithm(Algorithm):
             return low + uniform * (high - low)
         return torch.randint(0, space.n, (n,), generator=self.generator, device=self.device)
 
+    def prepare(self, env) -> None:
+        self.uses_fast_acting(env)
+
+    def uses_fast_acting(self, env) -> bool:
+        """Whether this iteration acts through fast_acting.py; the first refusal is noted once."""
+        if self.config.acting != "fast":
+            return False
+        if not hasattr(self, "_fast_unsupported"):
+            self._fast_unsupported = unsupported_reason(self.policy, self.obs_shape, env, self.device)
+            if self._fast_unsupported:
+                self.notes.append(f"acting=fast falls back to torch: {self._fast_unsupported}")
+        return self._fast_unsupported is None
+
     def iteration(self, env, env_io, obs) -> Iteration:
+        if self.uses_fast_acting(env):
+            returns, lengths, obs = self.act_fast(env, obs)
+        else:
+            returns, lengths, obs = self.act(env, env_io, obs)
+        return self.learn(env, obs, returns, lengths)
+
+    def act(self, env, env_io, obs) -> tuple[list[float], list[int], torch.Tensor]:
+        """`train_freq` steps of every env into the buffer, acting through torch (the reference)."""
         config = self.config
         returns, lengths = [], []
         for _ in range(config.train_freq):
@@ -90,6 +128,36 @@ class OffPolicyAlgorithm(Algorithm):
             obs = step.obs
             self.num_timesteps += env.num_envs
             self.after_env_step()
+        return returns, lengths, obs
+
+    def act_fast(self, env, obs: torch.Tensor) -> tuple[list[float], list[int], torch.Tensor]:
+        """The same steps with numpy end to end: the explorer's forward, the env's own arrays, the buffer's
+        numpy views; the random numbers of all `train_freq` steps drawn at once."""
+        config, n = self.config, env.num_envs
+        returns, lengths = [], []
+        obs_array = obs.numpy()
+        # the first steps act at random while fewer than learning_starts env steps are collected, as in `act`
+        random_steps = min(config.train_freq, max(0, -(-(config.learning_starts - self.num_timesteps) // n)))
+        uniform_actions = self.random_actions(random_steps * n).numpy()
+        uniform_actions = uniform_actions.reshape(random_steps, n, *uniform_actions.shape[1:])
+        draws = self.exploration_draws(config.train_freq - random_steps, n)
+        explorer = self.fast_explorer() if draws else None
+        for index in range(config.train_freq):
+            action = uniform_actions[index] if index < random_steps else explorer(obs_array, *draws[index - random_steps])
+            step = env.step(action)
+            self.buffer.add_arrays(obs_array, action, step.reward, step.final_obs, step.terminated)
+            done = step.terminated | step.truncated
+            if done.any():
+                returns += step.episode_return[done].tolist()
+                lengths += step.episode_length[done].tolist()
+            obs_array = step.obs
+            self.num_timesteps += n
+            self.after_env_step()
+        return returns, lengths, torch.from_numpy(obs_array)
+
+    def learn(self, env, obs: torch.Tensor, returns: list[float], lengths: list[int]) -> Iteration:
+        """`gradient_steps` calls of `train_step` once `learning_starts` env steps are in the buffer."""
+        config = self.config
         stats: dict[str, float] = {}
         if self.num_timesteps >= config.learning_starts:
             totals: dict[str, torch.Tensor] = {}

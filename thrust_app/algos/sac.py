@@ -7,11 +7,13 @@ import copy
 import math
 from dataclasses import dataclass
 
+import numpy as np
 import torch
 from torch import nn
 
 from ..config import param
 from ..envs.core import Box
+from ..fast_acting import FastSquashedGaussian
 from ..nets import SquashedGaussianActor, TwinQ
 from .off_policy import OffPolicyAlgorithm, OffPolicyConfig, polyak
 
@@ -35,6 +37,7 @@ class SAC(OffPolicyAlgorithm):
     def __init__(self, obs_shape, action_space: Box, config: SACConfig, device, seed) -> None:
         super().__init__(obs_shape, action_space, config, device, seed)
         self.actor = SquashedGaussianActor(obs_shape, action_space, config.hidden).to(device)
+        self._fast_explorer: FastSquashedGaussian | None = None
         self.critic = TwinQ(obs_shape, action_space, config.hidden).to(device)
         self.critic_target = copy.deepcopy(self.critic).requires_grad_(False)
         self.log_alpha = torch.tensor([math.log(config.init_alpha)], device=device, requires_grad=True)
@@ -69,6 +72,15 @@ class SAC(OffPolicyAlgorithm):
 
     def explore(self, obs: torch.Tensor) -> torch.Tensor:
         return self.actor.sample(obs)[0]
+
+    def fast_explorer(self) -> FastSquashedGaussian:
+        if self._fast_explorer is None:
+            self._fast_explorer = FastSquashedGaussian(self.actor)
+        return self._fast_explorer
+
+    def exploration_draws(self, steps: int, n: int) -> list[tuple[np.ndarray, ...]]:
+        noise = torch.randn((steps, n, *self.action_space.shape), generator=self.generator, device=self.device)
+        return [(step_noise,) for step_noise in noise.numpy()]
 
     def train_step(self) -> dict[str, torch.Tensor]:
         config = self.config
