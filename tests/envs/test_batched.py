@@ -32,11 +32,12 @@ def random_actions(space, rng, n, backend):
     return torch.as_tensor(a) if backend == "torch" else a
 
 
-@pytest.mark.parametrize("backend", ["numpy", "torch"])
+@pytest.mark.parametrize(("backend", "n"), [("numpy", N), ("torch", N), ("numpy", 1)])  # one numpy copy: the scalar path
 @pytest.mark.parametrize("env_id", ["bandit", "cartpole", "pendulum"])
-def test_array_batched_env_matches_the_core_step_for_step(env_id, backend):
-    vec = make_batched(env_id, N, seed=1, backend=backend)
-    cores = [make_core(env_id) for _ in range(N)]
+def test_array_batched_env_matches_the_core_step_for_step(env_id, backend, n):
+    vec = make_batched(env_id, n, seed=1, backend=backend)
+    assert (vec.scalar_core is not None) == (n == 1)
+    cores = [make_core(env_id) for _ in range(n)]
     vec.reset()
     for core, row in zip(cores, to_numpy(vec.state), strict=True):
         core.reset(seed=0)
@@ -44,7 +45,7 @@ def test_array_batched_env_matches_the_core_step_for_step(env_id, backend):
     rng = np.random.default_rng(0)
     episodes_done = 0
     for t in range(450):
-        actions = random_actions(vec.action_space, rng, N, backend)
+        actions = random_actions(vec.action_space, rng, n, backend)
         out = vec.step(actions)
         state = to_numpy(vec.state)
         for i, core in enumerate(cores):
@@ -59,7 +60,7 @@ def test_array_batched_env_matches_the_core_step_for_step(env_id, backend):
                 core.reset()
                 load_state(core, state[i])
             np.testing.assert_allclose(to_numpy(out.obs)[i], np.float32(vec_obs_of(core)), atol=1e-6)
-    assert episodes_done > N  # auto-reset was exercised
+    assert episodes_done > n  # auto-reset was exercised
 
 
 def vec_obs_of(core):
