@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import torch
@@ -70,32 +71,22 @@ def main() -> None:
 
 
 def acting_step(agent, env, io, obs: torch.Tensor, rounds: int) -> str:
-    """Microseconds of one acting step as the off-policy loop takes it (the behaviour policy's forward
+    """Microseconds of one acting step as the reference loop takes it (the behaviour policy's forward
     without autograd, the vec-env step through EnvIO, the replay-buffer write), and of each part."""
     with torch.no_grad():
         action = agent.explore(obs)
     step = io.step(env, action)
 
+    @torch.no_grad()
     def act() -> None:
-        with torch.no_grad():
-            agent.explore(obs)
+        agent.explore(obs)
 
-    def env_step() -> None:
-        io.step(env, action)
-
-    def write() -> None:
-        agent.buffer.add(obs, action, step.reward, step.final_obs, step.terminated)
-
-    def whole() -> None:
-        act()
-        env_step()
-        write()
-
-    parts = {
-        name: best_ms(fn, 2000, rounds) * 1e3
-        for name, fn in [("whole", whole), ("forward", act), ("env step", env_step), ("buffer write", write)]
-    }
-    return f"{parts.pop('whole'):.0f} us = " + " + ".join(f"{name} {us:.0f}" for name, us in parts.items())
+    return time_parts(
+        rounds,
+        act,
+        lambda: io.step(env, action),
+        lambda: agent.buffer.add(obs, action, step.reward, step.final_obs, step.terminated),
+    )
 
 
 def fast_acting_step(agent, env, obs: torch.Tensor, rounds: int) -> str:
@@ -105,15 +96,16 @@ def fast_acting_step(agent, env, obs: torch.Tensor, rounds: int) -> str:
     obs_array = obs.numpy()
     action = explorer(obs_array, *draw)
     step = env.step(action)
+    return time_parts(
+        rounds,
+        lambda: explorer(obs_array, *draw),
+        lambda: env.step(action),
+        lambda: agent.buffer.add_arrays(obs_array, action, step.reward, step.final_obs, step.terminated),
+    )
 
-    def act() -> None:
-        explorer(obs_array, *draw)
 
-    def env_step() -> None:
-        env.step(action)
-
-    def write() -> None:
-        agent.buffer.add_arrays(obs_array, action, step.reward, step.final_obs, step.terminated)
+def time_parts(rounds: int, act: Callable[[], object], env_step: Callable[[], object], write: Callable[[], object]) -> str:
+    """'W us = forward A + env step B + buffer write C': the three parts run back to back, then each alone."""
 
     def whole() -> None:
         act()
