@@ -120,6 +120,17 @@ def test_a_killed_run_resumes_to_exactly_the_uninterrupted_run(kill, tmp_path):
     assert {p.name for p in run.iterdir()} <= {"config.json", "metrics.jsonl", LAST_CHECKPOINT, "summary.json", ".lock"}
 
 
+def test_resume_removes_the_temporary_file_a_kill_mid_write_left(tmp_path):
+    """A SIGKILL between writing a checkpoint's temporary file and renaming it leaves `.last.pt.XXXX.tmp`;
+    the next writer of the folder removes it (the kill tests above hit that moment only by chance)."""
+    run = tmp_path / "run"
+    train("ppo", "cartpole", timesteps=512, run_dir=run, checkpoint_every=256, **QUIET)
+    leftover = run / ".last.pt.k1ll3d.tmp"
+    leftover.write_bytes(b"half a checkpoint")
+    resume(run, timesteps=768, **QUIET)
+    assert not leftover.exists() and (run / LAST_CHECKPOINT).exists()
+
+
 def test_sigterm_checkpoints_and_names_the_run_in_the_hint(tmp_path):
     run = tmp_path / "term"
     child = subprocess.Popen(

@@ -18,7 +18,7 @@ from .flat_params import FlatParameters
 from .nets import LOG_STD_MAX, LOG_STD_MIN, QNetwork, SquashedGaussianActor, is_image
 
 
-def unsupported_reason(net: nn.Module, obs_shape: tuple[int, ...], env, device: torch.device) -> str | None:
+def unsupported_reason(obs_shape: tuple[int, ...], env, device: torch.device) -> str | None:
     """Why the numpy acting path cannot serve this run, or None when it can."""
     if is_image(obs_shape):
         return "image observations go through a CNN, which acting='fast' does not compute"

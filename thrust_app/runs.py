@@ -33,6 +33,13 @@ class RunDirError(ValueError):
     """A run folder that cannot be used as asked (already taken, or not a run)."""
 
 
+def remove_stale_temporaries(folder: Path) -> None:
+    """Delete the temporary files of atomic writes a killed writer left (`.NAME.XXXX.tmp`: a SIGKILL between
+    writing and renaming). Only the folder's one writer, holding its lock, may call this."""
+    for leftover in folder.glob(".*.tmp"):
+        leftover.unlink(missing_ok=True)
+
+
 def atomic_write_bytes(path: Path, data: bytes) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")

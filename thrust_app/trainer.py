@@ -32,7 +32,7 @@ from .evaluation import evaluate
 from .run_lock import RunLock
 from .run_logger import RecordListener, RunLogger
 from .run_spec import RunSpec, load_spec, make_spec, solve_threshold, with_overrides
-from .runs import RunDirError, atomic_write_json, new_run_dir, read_json, truncate_metrics
+from .runs import RunDirError, atomic_write_json, new_run_dir, read_json, remove_stale_temporaries, truncate_metrics
 from .tensors import EnvIO
 
 #: A file of this name in a run folder asks the run to stop at its next iteration (checkpoint kept).
@@ -359,6 +359,7 @@ def resume(
     run_dir = Path(run_dir)
     load_spec(run_dir)  # not a run folder: say so before taking its lock
     with RunLock(run_dir):
+        remove_stale_temporaries(run_dir)  # a run killed mid-write leaves its temporary file behind
         return _resume_in(run_dir, device, timesteps, start or ResumeFrom(), progress, on_record, on_iteration, log)
 
 

@@ -52,6 +52,8 @@ class OffPolicyAlgorithm(Algorithm):
 
     def __init__(self, obs_shape, action_space, config: OffPolicyConfig, device, seed) -> None:
         super().__init__(obs_shape, action_space, config, device, seed)
+        #: Whether iterations act through fast_acting.py; None until `prepare` has seen the env.
+        self.fast_acting: bool | None = None
         continuous = isinstance(action_space, Box)
         self.buffer = ReplayBuffer(
             config.buffer_size,
@@ -90,17 +92,17 @@ class OffPolicyAlgorithm(Algorithm):
         return torch.randint(0, space.n, (n,), generator=self.generator, device=self.device)
 
     def prepare(self, env) -> None:
-        self.uses_fast_acting(env)
+        """Decide on fast acting for this env; a refusal becomes a note."""
+        reason = unsupported_reason(self.obs_shape, env, self.device) if self.config.acting == "fast" else "not asked"
+        self.fast_acting = reason is None
+        if self.config.acting == "fast" and reason:
+            self.notes.append(f"acting=fast falls back to torch: {reason}")
 
     def uses_fast_acting(self, env) -> bool:
-        """Whether this iteration acts through fast_acting.py; the first refusal is noted once."""
-        if self.config.acting != "fast":
-            return False
-        if not hasattr(self, "_fast_unsupported"):
-            self._fast_unsupported = unsupported_reason(self.policy, self.obs_shape, env, self.device)
-            if self._fast_unsupported:
-                self.notes.append(f"acting=fast falls back to torch: {self._fast_unsupported}")
-        return self._fast_unsupported is None
+        """Whether iterations on `env` act through fast_acting.py (decided once, by `prepare`)."""
+        if self.fast_acting is None:  # called without the trainer's prepare (benches, tests)
+            self.prepare(env)
+        return self.fast_acting
 
     def iteration(self, env, env_io, obs) -> Iteration:
         if self.uses_fast_acting(env):

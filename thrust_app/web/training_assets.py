@@ -22,7 +22,7 @@ from typing import Any
 
 #: The envs the Train mode offers, by alias.
 TRAIN_ENVS = ("bandit", "cartpole", "pendulum")
-#: The presets offered per env (the default one first); "browser" is tuned for the tab's per-update cost.
+#: The algorithm the Train mode runs (web/src/train/ppo.js); every preset of it per env is offered.
 ALGO = "ppo"
 
 

@@ -110,7 +110,7 @@ export function setupTrainPanel({ playBundle, showError }) {
     }
     const stopText = $("train-stop-at").value.trim();
     const stopAt = $("train-stop-when-solved").checked && stopText !== "" ? Number(stopText) : null;
-    return { env, entry, run: { ...preset, config, timesteps }, stopAt, evalSeedOffset: catalog.eval_seed_offset };
+    return { env, run: { ...preset, config, timesteps }, stopAt };
   }
 
   function onEvent(message) {
