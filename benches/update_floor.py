@@ -1,10 +1,11 @@
 """How much of a DQN / SAC update is matmul arithmetic, and how much is everything else.
 
 Times one gradient step of the zoo presets (DQN: 64 samples, 256x256 Q-net; SAC: 256 samples,
-256x256 actor and critics) against the same matmul work done as plain no-grad forward passes of
-one of its networks: 4 for DQN (online forward, target forward, backward ~ 2 forwards) and 16 for
-SAC (2 actor and 6 critic forwards, the critic, actor-through-critic and actor backwards). The
-ratio bounds what any rewrite of the update could gain at the same hyperparameters on one thread.
+256x256 actor and critics), each way the algorithm can compute it (`backward="fast"`, the written-out
+update, and `backward="autograd"`, the reference), against its matmul floor: every matmul the step
+launched (mm, addmm, bmm, baddbmm, forward and backward, recorded by a dispatch mode during one step)
+replayed alone on tensors of the same shapes and strides. The floor bounds what any rewrite of the
+update could gain at the same hyperparameters on one thread; the overhead share is 1 - floor / update.
 Then one acting step (the behaviour policy's batch-1 forward, the env step, the replay-buffer write)
 and each of its parts, in microseconds, as the reference (`acting="torch"`) and the fast path
 (`acting="fast"`, fast_acting.py) take it.
@@ -21,12 +22,14 @@ from collections.abc import Callable
 from pathlib import Path
 
 import torch
+from torch.utils._python_dispatch import TorchDispatchMode
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from trainer_throughput import build
 
-#: algo -> (forward passes with the same matmul work as one update, batch size)
-WORK = {"dqn": (4, 64), "sac": (16, 256)}
+from thrust_app.algos import ALGOS
+
+MATMULS = {torch.ops.aten.mm, torch.ops.aten.addmm, torch.ops.aten.bmm, torch.ops.aten.baddbmm}
 
 
 def best_ms(fn, calls: int, rounds: int) -> float:
@@ -41,30 +44,61 @@ def best_ms(fn, calls: int, rounds: int) -> float:
     return best * 1e3
 
 
+class MatmulRecorder(TorchDispatchMode):
+    """Records every matmul dispatched while active (autograd's backward ones included) as a call that
+    replays it on fresh tensors of the same shapes and strides."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.calls: list[Callable[[], object]] = []
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        if func.overloadpacket in MATMULS:
+            like = lambda value: (  # noqa: E731 - a same-shaped stand-in for a tensor argument
+                torch.empty_strided(value.shape, value.stride(), dtype=value.dtype).normal_()
+                if isinstance(value, torch.Tensor)
+                else value
+            )
+            replay_args, replay_kwargs = [like(a) for a in args], {k: like(v) for k, v in kwargs.items()}
+            self.calls.append(lambda: func(*replay_args, **replay_kwargs))
+        return func(*args, **kwargs)
+
+
+def matmul_floor(step: Callable[[], object]) -> tuple[Callable[[], None], int]:
+    """The matmuls of one call of `step`, as one call that replays them, and their count."""
+    recorder = MatmulRecorder()
+    with recorder:
+        step()
+    calls = recorder.calls
+
+    @torch.no_grad()
+    def replay() -> None:
+        for call in calls:
+            call()
+
+    return replay, len(calls)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=5)
     args = parser.parse_args()
     torch.set_num_threads(1)
-    for algo, (forwards, batch) in WORK.items():
-        agent, env, io, obs = build(algo, torch.device("cpu"), learning_starts=1)
-        while agent.buffer.size < 2048:
-            obs = agent.iteration(env, io, obs).obs
-        net = agent.q_net if algo == "dqn" else agent.critic.qs[0]
-        first = next(m for m in net.modules() if isinstance(m, torch.nn.Linear))
-        x = torch.randn(batch, first.in_features)
-
-        @torch.no_grad()
-        def arithmetic(net=net, x=x, forwards=forwards) -> None:
-            for _ in range(forwards):
-                net(x)
-
+    for algo in ("dqn", "sac"):
         calls = 100 if algo == "dqn" else 20
-        update, floor = best_ms(agent.train_step, calls, args.rounds), best_ms(arithmetic, calls, args.rounds)
-        print(
-            f"{algo}: update {update:.2f} ms; its matmul work as {forwards} plain forwards {floor:.2f} ms "
-            f"({floor / update:.0%} of the update)"
-        )
+        ways = ("fast", "autograd") if "backward" in ALGOS[algo].Config.__dataclass_fields__ else ("autograd",)
+        for backward in ways:
+            extra = {"backward": backward} if len(ways) > 1 else {}
+            agent, env, io, obs = build(algo, torch.device("cpu"), learning_starts=1, **extra)
+            while agent.buffer.size < 2048:
+                obs = agent.iteration(env, io, obs).obs
+            replay, count = matmul_floor(agent.train_step)
+            update, floor = best_ms(agent.train_step, calls, args.rounds), best_ms(replay, calls, args.rounds)
+            print(
+                f"{algo} backward={backward}: update {update:.2f} ms; its {count} matmuls alone {floor:.2f} ms; "
+                f"overhead {1 - floor / update:.0%} of the update (goal <= 25%)"
+            )
         agent.apply_schedules(0.0)  # DQN's epsilon at its final value: most steps act greedily, through the net
         print(f"{algo}: acting step, acting=torch (goal <= 60 us): " + acting_step(agent, env, io, obs, args.rounds))
         print(f"{algo}: acting step, acting=fast (goal <= 60 us): " + fast_acting_step(agent, env, obs, args.rounds))

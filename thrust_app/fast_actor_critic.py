@@ -26,6 +26,7 @@ from typing import Any
 
 import torch
 
+from .fast_mlp import activation_backward
 from .nets import ActorCritic, TwinTowers
 
 #: An update's loss as a function of the per-sample (log_prob, entropy, value) -> (loss, logs to report).
@@ -48,13 +49,6 @@ def _activate_(z: torch.Tensor, activation: str) -> torch.Tensor:
     if z.numel() < 4096 or z.device.type != "cpu":
         return z.tanh_()
     return z.mul_(2.0).sigmoid_().mul_(2.0).sub_(1.0)
-
-
-def _activation_backward(grad: torch.Tensor, out: torch.Tensor, activation: str) -> torch.Tensor:
-    """dL/dz from dL/d out and out = f(z): tanh' = 1 - out^2, relu' = [out > 0]."""
-    if activation == "tanh":
-        return torch.ops.aten.tanh_backward(grad, out)
-    return torch.ops.aten.threshold_backward(grad, out, 0.0)
 
 
 @torch.no_grad()
@@ -82,13 +76,13 @@ def towers_backward(towers: TwinTowers, outputs: list[torch.Tensor], grad: torch
     activation = towers.activation
     for index in reversed(range(len(towers.weights))):
         weight, bias = towers.weights[index], towers.biases[index]
-        grad = _activation_backward(grad, outputs[index + 2], activation)
+        grad = activation_backward(grad, outputs[index + 2], activation)
         layer_in = towers.tower_major(outputs[1]) if index == 0 else outputs[index + 1]
         torch.bmm(layer_in.transpose(1, 2), grad, out=weight.grad)
         torch.sum(grad, 1, keepdim=True, out=bias.grad)
         grad = torch.bmm(grad, weight.transpose(1, 2))
     grad = grad.transpose(0, 1).reshape(outputs[1].shape)  # back to the input layer's side-by-side layout
-    grad = _activation_backward(grad, outputs[1], activation)
+    grad = activation_backward(grad, outputs[1], activation)
     torch.mm(grad.T, outputs[0], out=towers.input_layer.weight.grad)
     torch.sum(grad, 0, out=towers.input_layer.bias.grad)
 

@@ -17,6 +17,8 @@ from torch import nn
 from ..config import param
 from ..envs.core import Discrete
 from ..fast_acting import FastEpsilonGreedy
+from ..fast_dqn import fast_dqn_backward, unsupported_reason
+from ..fast_mlp import adam_step
 from ..flat_params import clip_grad_norm_
 from ..nets import QNetwork
 from .off_policy import OffPolicyAlgorithm, OffPolicyConfig, polyak
@@ -41,6 +43,11 @@ class DQNConfig(OffPolicyConfig):
         "TD loss: huber (SB3, the Nature DQN's clipped error) or mse (CleanRL). Huber's gradient is capped "
         "at 1 per sample, so with few, small updates (CleanRL's lr 2.5e-4, one step per 10 env steps) the Q-values "
         "settle near 1/(1-gamma) instead of the returns, and the policy collapses: use mse with CleanRL's settings",
+    )
+    backward: Literal["fast", "autograd"] = param(
+        "fast",
+        "how the update's gradients are computed: fast (fast_dqn.py, written out; vector observations) or "
+        "autograd (dqn_loss then loss.backward(), the reference); both give the same gradients",
     )
 
 
@@ -76,6 +83,10 @@ class DQN(OffPolicyAlgorithm):
         self.exploration_rate = config.exploration_initial_eps
         self._last_target_update = 0
         self._fast_explorer: FastEpsilonGreedy | None = None
+        fast_unsupported = unsupported_reason(self.q_net) if config.backward == "fast" else None
+        self.use_fast_backward = config.backward == "fast" and fast_unsupported is None
+        if fast_unsupported:
+            self.notes.append(f"backward=fast falls back to autograd: {fast_unsupported}")
 
     @property
     def policy(self) -> QNetwork:
@@ -120,11 +131,14 @@ class DQN(OffPolicyAlgorithm):
     def train_step(self) -> dict[str, torch.Tensor]:
         config = self.config
         batch = self.buffer.sample(config.batch_size, self.generator)
-        loss = dqn_loss(self.q_net, self.target_net, batch, config.gamma, config.double_dqn, config.loss)
-        self.q_net.zero_grad()
-        loss.backward()
+        if self.use_fast_backward:
+            loss = fast_dqn_backward(self.q_net, self.target_net, batch, config.gamma, config.double_dqn, config.loss)
+        else:
+            loss = dqn_loss(self.q_net, self.target_net, batch, config.gamma, config.double_dqn, config.loss)
+            self.q_net.zero_grad()
+            loss.backward()
         clip_grad_norm_(self.q_net.flat, config.max_grad_norm)
-        self.optimizer.step()
+        adam_step(self.optimizer) if self.use_fast_backward else self.optimizer.step()
         return {"q_loss": loss.detach()}
 
     def extra_stats(self) -> dict[str, float]:

@@ -11,6 +11,7 @@ import torch
 
 from ..config import AlgoConfig, ConfigError, check_memory, param
 from ..fast_actor_critic import ActorCriticLoss, fast_backward, unsupported_reason
+from ..fast_mlp import adam_step
 from ..flat_params import clip_grad_norm_
 from ..nets import ActorCritic
 from ..rollout import Rollout, collect_rollout, compute_gae
@@ -95,7 +96,7 @@ class OnPolicyAlgorithm(Algorithm):
             loss, logs = loss_fn(*self.net.evaluate_actions(obs, actions))
             loss.backward()
         clip_grad_norm_(self.net.flat, self.config.max_grad_norm)
-        self.optimizer.step()
+        adam_step(self.optimizer) if self.use_fast_backward else self.optimizer.step()
         return logs.detach()
 
     def iteration(self, env, env_io, obs) -> Iteration:

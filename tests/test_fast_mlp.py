@@ -1,0 +1,55 @@
+"""The shared pieces of the written-out updates: an MLP's backward equals autograd's, and the direct
+Adam step equals `optimizer.step()` bit for bit."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from thrust_app.fast_mlp import adam_step, linear_layers, mlp_backward, mlp_forward
+from thrust_app.nets import QNetwork
+
+
+@pytest.mark.parametrize("activation", ["relu", "tanh"])
+def test_mlp_backward_equals_autograd(activation):
+    torch.manual_seed(0)
+    layers = [torch.nn.Linear(6, 32), torch.nn.Linear(32, 16), torch.nn.Linear(16, 3)]
+    x, grad_out = torch.randn(40, 6), torch.randn(40, 3)
+    act = torch.relu if activation == "relu" else torch.tanh
+    out = layers[2](act(layers[1](act(layers[0](x)))))
+    want = torch.autograd.grad(out, [p for layer in layers for p in layer.parameters()], grad_out)
+    for layer in layers:
+        for p in layer.parameters():
+            p.grad = torch.full_like(p, float("nan"))
+    outputs = mlp_forward(layers, x, activation)
+    torch.testing.assert_close(outputs[-1], out.detach())
+    mlp_backward(layers, outputs, grad_out, activation)
+    got = [p.grad for layer in layers for p in layer.parameters()]
+    for got_grad, want_grad in zip(got, want, strict=True):
+        torch.testing.assert_close(got_grad, want_grad)
+
+
+def test_adam_step_equals_the_optimizers_step_bitwise():
+    nets = [QNetwork((4,), 2, (32, 32)) for _ in range(2)]
+    nets[1].load_state_dict(nets[0].state_dict())
+    optimizers = [torch.optim.Adam([net.flat], lr=1e-3, eps=1e-5, fused=True) for net in nets]
+    generator = torch.Generator().manual_seed(0)
+    for _ in range(5):
+        grad = torch.randn(nets[0].flat.shape, generator=generator)
+        for net in nets:
+            net.flat.grad.copy_(grad)
+        optimizers[0].step()
+        adam_step(optimizers[1])
+    assert torch.equal(nets[0].flat, nets[1].flat)
+    for key in ("exp_avg", "exp_avg_sq", "step"):
+        assert torch.equal(optimizers[0].state[nets[0].flat][key], optimizers[1].state[nets[1].flat][key]), key
+
+
+def test_adam_step_leaves_other_optimizers_to_their_own_step():
+    net = QNetwork((4,), 2, (8,))
+    optimizer = torch.optim.RMSprop([net.flat], lr=1e-2)
+    net.flat.grad.fill_(1.0)
+    before = net.flat.detach().clone()
+    adam_step(optimizer)
+    assert not torch.equal(net.flat, before)
+    assert linear_layers(net)[0].in_features == 4

@@ -1,0 +1,88 @@
+"""The written-out forward and backward of a plain MLP (nn.Linear layers with one activation between
+them), and Adam's step on one flat parameter: the pieces the written-out updates share
+(fast_actor_critic.py for A2C/PPO, fast_dqn.py for DQN).
+
+A forward keeps every layer's output; the backward walks them in reverse and writes each layer's
+gradient into its `.grad` (a view into the net's flat gradient buffer, flat_params.py) with `out=`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import torch
+from torch import nn
+
+
+def activation_backward(grad: torch.Tensor, out: torch.Tensor, activation: str) -> torch.Tensor:
+    """dL/dz from dL/d out and out = f(z): tanh' = 1 - out^2, relu' = [out > 0]."""
+    if activation == "tanh":
+        return torch.ops.aten.tanh_backward(grad, out)
+    return torch.ops.aten.threshold_backward(grad, out, 0.0)
+
+
+def linear_layers(module: nn.Module) -> list[nn.Linear]:
+    """The nn.Linear layers of a module, in forward order."""
+    return [layer for layer in module.modules() if isinstance(layer, nn.Linear)]
+
+
+@torch.no_grad()
+def mlp_forward(layers: Sequence[nn.Linear], x: torch.Tensor, activation: str = "relu") -> list[torch.Tensor]:
+    """Every layer's output, the input first: [x, f(x W1^T + b1), ..., x_{n-1} Wn^T + bn] (no activation
+    after the last layer)."""
+    outputs = [x]
+    for index, layer in enumerate(layers):
+        z = nn.functional.linear(outputs[-1], layer.weight, layer.bias)
+        if index < len(layers) - 1:
+            z = z.relu_() if activation == "relu" else z.tanh_()
+        outputs.append(z)
+    return outputs
+
+
+@torch.no_grad()
+def mlp_backward(
+    layers: Sequence[nn.Linear], outputs: Sequence[torch.Tensor], grad: torch.Tensor, activation: str = "relu"
+) -> None:
+    """Write every layer's `.grad` from `mlp_forward`'s outputs (of the rows the loss saw) and dL/d output.
+
+    Per layer y = f(x W^T + b): dL/dW = dL/dz^T x, dL/db = sum_batch dL/dz, dL/dx = dL/dz W."""
+    for index in reversed(range(len(layers))):
+        layer = layers[index]
+        if index < len(layers) - 1:
+            grad = activation_backward(grad, outputs[index + 1], activation)
+        torch.mm(grad.t(), outputs[index], out=layer.weight.grad)
+        torch.sum(grad, 0, out=layer.bias.grad)
+        if index > 0:
+            grad = grad @ layer.weight
+
+
+@torch.no_grad()
+def adam_step(optimizer: torch.optim.Optimizer) -> None:
+    """`optimizer.step()` for an Adam(fused=True) over one flat parameter: the same kernel on the same
+    state tensors, without the generic step's per-call bookkeeping (about half of a step's time on a net of
+    67k parameters here). Any other optimizer or setting takes its own `step()`. tests/test_fast_mlp.py
+    holds it bitwise equal to `optimizer.step()`."""
+    group = optimizer.param_groups[0]
+    state = optimizer.state[group["params"][0]] if len(optimizer.param_groups) == len(group["params"]) == 1 else None
+    generic = not isinstance(optimizer, torch.optim.Adam) or not state  # no state yet: the first step creates it
+    if generic or group["amsgrad"] or group["maximize"] or not group["fused"] or torch.is_tensor(group["lr"]):
+        optimizer.step()
+        return
+    (param,) = group["params"]
+    beta1, beta2 = group["betas"]
+    state["step"].add_(1)
+    torch._fused_adam_(
+        [param],
+        [param.grad],
+        [state["exp_avg"]],
+        [state["exp_avg_sq"]],
+        [],
+        [state["step"]],
+        amsgrad=False,
+        lr=group["lr"],
+        beta1=beta1,
+        beta2=beta2,
+        weight_decay=group["weight_decay"],
+        eps=group["eps"],
+        maximize=False,
+    )
