@@ -27,7 +27,7 @@ from torch.utils._python_dispatch import TorchDispatchMode
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from trainer_throughput import build
 
-from thrust_app.algos import ALGOS
+from thrust_app.fast_mlp import adam_step
 
 MATMULS = {torch.ops.aten.mm, torch.ops.aten.addmm, torch.ops.aten.bmm, torch.ops.aten.baddbmm}
 
@@ -44,40 +44,53 @@ def best_ms(fn, calls: int, rounds: int) -> float:
     return best * 1e3
 
 
+def stand_in(value: object) -> object:
+    """A tensor of the same shape, strides and dtype with fresh values; anything else as it is."""
+    if isinstance(value, torch.Tensor):
+        return torch.empty_strided(value.shape, value.stride(), dtype=value.dtype).normal_()
+    return value
+
+
 class MatmulRecorder(TorchDispatchMode):
     """Records every matmul dispatched while active (autograd's backward ones included) as a call that
-    replays it on fresh tensors of the same shapes and strides."""
+    replays it on stand-in tensors, and counts the other ops (optimizer kernels apart)."""
 
     def __init__(self) -> None:
         super().__init__()
         self.calls: list[Callable[[], object]] = []
+        self.other_ops = 0
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
         if func.overloadpacket in MATMULS:
-            like = lambda value: (  # noqa: E731 - a same-shaped stand-in for a tensor argument
-                torch.empty_strided(value.shape, value.stride(), dtype=value.dtype).normal_()
-                if isinstance(value, torch.Tensor)
-                else value
-            )
-            replay_args, replay_kwargs = [like(a) for a in args], {k: like(v) for k, v in kwargs.items()}
+            replay_args, replay_kwargs = [stand_in(a) for a in args], {k: stand_in(v) for k, v in kwargs.items()}
             self.calls.append(lambda: func(*replay_args, **replay_kwargs))
+        elif "adam" not in func.__name__:
+            self.other_ops += 1
         return func(*args, **kwargs)
 
 
-def matmul_floor(step: Callable[[], object]) -> tuple[Callable[[], None], int]:
-    """The matmuls of one call of `step`, as one call that replays them, and their count."""
+def record(step: Callable[[], object]) -> MatmulRecorder:
+    """The matmuls and the count of other ops of one call of `step`."""
     recorder = MatmulRecorder()
     with recorder:
         step()
-    calls = recorder.calls
+    return recorder
 
+
+def replayer(calls: list[Callable[[], object]]) -> Callable[[], None]:
     @torch.no_grad()
     def replay() -> None:
         for call in calls:
             call()
 
-    return replay, len(calls)
+    return replay
+
+
+def adam_steps(agent) -> Callable[[], None]:
+    """Every Adam step of one update (`adam_step` on each of the agent's Adam optimizers)."""
+    optimizers = [part for part in agent.stateful_parts().values() if isinstance(part, torch.optim.Adam)]
+    return lambda: [adam_step(optimizer) for optimizer in optimizers]
 
 
 def main() -> None:
@@ -87,17 +100,19 @@ def main() -> None:
     torch.set_num_threads(1)
     for algo in ("dqn", "sac"):
         calls = 100 if algo == "dqn" else 20
-        ways = ("fast", "autograd") if "backward" in ALGOS[algo].Config.__dataclass_fields__ else ("autograd",)
-        for backward in ways:
-            extra = {"backward": backward} if len(ways) > 1 else {}
-            agent, env, io, obs = build(algo, torch.device("cpu"), learning_starts=1, **extra)
+        for backward in ("fast", "autograd"):
+            agent, env, io, obs = build(algo, torch.device("cpu"), learning_starts=1, backward=backward)
             while agent.buffer.size < 2048:
                 obs = agent.iteration(env, io, obs).obs
-            replay, count = matmul_floor(agent.train_step)
-            update, floor = best_ms(agent.train_step, calls, args.rounds), best_ms(replay, calls, args.rounds)
+            recorder = record(agent.train_step)
+            update = best_ms(agent.train_step, calls, args.rounds)
+            floor = best_ms(replayer(recorder.calls), calls, args.rounds)
+            adam = best_ms(adam_steps(agent), calls, args.rounds)
+            rest = update - floor - adam
             print(
-                f"{algo} backward={backward}: update {update:.2f} ms; its {count} matmuls alone {floor:.2f} ms; "
-                f"overhead {1 - floor / update:.0%} of the update (goal <= 25%)"
+                f"{algo} backward={backward}: update {update:.2f} ms = {len(recorder.calls)} matmuls {floor:.2f} ms + "
+                f"Adam steps {adam:.2f} ms + {recorder.other_ops} other ops {rest:.2f} ms "
+                f"({rest / recorder.other_ops * 1e3:.1f} us each); overhead {1 - floor / update:.0%} (goal <= 25%)"
             )
         agent.apply_schedules(0.0)  # DQN's epsilon at its final value: most steps act greedily, through the net
         print(f"{algo}: acting step, acting=torch (goal <= 60 us): " + acting_step(agent, env, io, obs, args.rounds))

@@ -1,6 +1,6 @@
 """The written-out forward and backward of a plain MLP (nn.Linear layers with one activation between
 them), and Adam's step on one flat parameter: the pieces the written-out updates share
-(fast_actor_critic.py for A2C/PPO, fast_dqn.py for DQN).
+(fast_actor_critic.py for A2C/PPO, fast_dqn.py for DQN, fast_sac.py for SAC).
 
 A forward keeps every layer's output; the backward walks them in reverse and writes each layer's
 gradient into its `.grad` (a view into the net's flat gradient buffer, flat_params.py) with `out=`.
@@ -27,13 +27,15 @@ def linear_layers(module: nn.Module) -> list[nn.Linear]:
 
 
 @torch.no_grad()
-def mlp_forward(layers: Sequence[nn.Linear], x: torch.Tensor, activation: str = "relu") -> list[torch.Tensor]:
-    """Every layer's output, the input first: [x, f(x W1^T + b1), ..., x_{n-1} Wn^T + bn] (no activation
-    after the last layer)."""
+def mlp_forward(
+    layers: Sequence[nn.Linear], x: torch.Tensor, activation: str = "relu", last_activation: bool = False
+) -> list[torch.Tensor]:
+    """Every layer's output, the input first: [x, f(x W1^T + b1), ..., x_{n-1} Wn^T + bn], the last one
+    activated too when `last_activation` (as `nets.mlp` builds it)."""
     outputs = [x]
     for index, layer in enumerate(layers):
         z = nn.functional.linear(outputs[-1], layer.weight, layer.bias)
-        if index < len(layers) - 1:
+        if index < len(layers) - 1 or last_activation:
             z = z.relu_() if activation == "relu" else z.tanh_()
         outputs.append(z)
     return outputs
@@ -41,19 +43,28 @@ def mlp_forward(layers: Sequence[nn.Linear], x: torch.Tensor, activation: str = 
 
 @torch.no_grad()
 def mlp_backward(
-    layers: Sequence[nn.Linear], outputs: Sequence[torch.Tensor], grad: torch.Tensor, activation: str = "relu"
-) -> None:
-    """Write every layer's `.grad` from `mlp_forward`'s outputs (of the rows the loss saw) and dL/d output.
+    layers: Sequence[nn.Linear],
+    outputs: Sequence[torch.Tensor],
+    grad: torch.Tensor,
+    activation: str = "relu",
+    last_activation: bool = False,
+    weights: bool = True,
+    input_grad: bool = False,
+) -> torch.Tensor | None:
+    """From `mlp_forward`'s outputs (of the rows the loss saw) and dL/d output: write every layer's
+    `.grad` (unless `weights` is False) and return dL/d input when `input_grad`.
 
     Per layer y = f(x W^T + b): dL/dW = dL/dz^T x, dL/db = sum_batch dL/dz, dL/dx = dL/dz W."""
     for index in reversed(range(len(layers))):
         layer = layers[index]
-        if index < len(layers) - 1:
+        if index < len(layers) - 1 or last_activation:
             grad = activation_backward(grad, outputs[index + 1], activation)
-        torch.mm(grad.t(), outputs[index], out=layer.weight.grad)
-        torch.sum(grad, 0, out=layer.bias.grad)
-        if index > 0:
+        if weights:
+            torch.mm(grad.t(), outputs[index], out=layer.weight.grad)
+            torch.sum(grad, 0, out=layer.bias.grad)
+        if index > 0 or input_grad:
             grad = grad @ layer.weight
+    return grad if input_grad else None
 
 
 @torch.no_grad()

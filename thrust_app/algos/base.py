@@ -76,6 +76,15 @@ class Algorithm(ABC):
             if isinstance(part, torch.optim.Optimizer):
                 set_learning_rate(part, learning_rate)
 
+    def choose_backward(self, unsupported: str | None) -> bool:
+        """Whether updates take the written-out backward: asked for (`backward="fast"`, a setting every
+        algorithm's config has) and possible (`unsupported` is None); a refusal becomes a note."""
+        if self.config.backward != "fast":
+            return False
+        if unsupported:
+            self.notes.append(f"backward=fast falls back to autograd: {unsupported}")
+        return unsupported is None
+
     def prepare(self, env: VecEnv) -> None:
         """Called once with the env a run steps, before training: an algorithm may pick its code path for
         it here and add to `notes` (the off-policy ones decide on fast acting)."""

@@ -44,11 +44,6 @@ class DQNConfig(OffPolicyConfig):
         "at 1 per sample, so with few, small updates (CleanRL's lr 2.5e-4, one step per 10 env steps) the Q-values "
         "settle near 1/(1-gamma) instead of the returns, and the policy collapses: use mse with CleanRL's settings",
     )
-    backward: Literal["fast", "autograd"] = param(
-        "fast",
-        "how the update's gradients are computed: fast (fast_dqn.py, written out; vector observations) or "
-        "autograd (dqn_loss then loss.backward(), the reference); both give the same gradients",
-    )
 
 
 def dqn_loss(
@@ -83,10 +78,7 @@ class DQN(OffPolicyAlgorithm):
         self.exploration_rate = config.exploration_initial_eps
         self._last_target_update = 0
         self._fast_explorer: FastEpsilonGreedy | None = None
-        fast_unsupported = unsupported_reason(self.q_net) if config.backward == "fast" else None
-        self.use_fast_backward = config.backward == "fast" and fast_unsupported is None
-        if fast_unsupported:
-            self.notes.append(f"backward=fast falls back to autograd: {fast_unsupported}")
+        self.use_fast_backward = self.choose_backward(unsupported_reason(self.q_net))
 
     @property
     def policy(self) -> QNetwork:

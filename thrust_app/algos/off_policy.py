@@ -33,6 +33,11 @@ class OffPolicyConfig(AlgoConfig):
         "how the behaviour policy acts: fast (fast_acting.py: its forward in numpy, exploration noise drawn once "
         "per iteration; vector observations, numpy env, CPU) or torch (the reference); both act alike",
     )
+    backward: Literal["fast", "autograd"] = param(
+        "fast",
+        "how an update's gradients are computed: fast (fast_dqn.py / fast_sac.py, written out; vector "
+        "observations) or autograd (the losses then loss.backward(), the reference); both give the same gradients",
+    )
 
     def check_fits(self, timesteps: int, obs_size: int) -> None:
         """The replay buffer and the envs must fit the machine's memory."""

@@ -66,10 +66,7 @@ class OnPolicyAlgorithm(Algorithm):
         super().__init__(obs_shape, action_space, config, device, seed)
         self.net = ActorCritic(obs_shape, action_space, config.hidden, config.activation, config.log_std_init).to(device)
         self.optimizer = self.make_optimizer()
-        fast_unsupported = unsupported_reason(self.net) if config.backward == "fast" else None
-        self.use_fast_backward = config.backward == "fast" and fast_unsupported is None
-        if fast_unsupported:
-            self.notes.append(f"backward=fast falls back to autograd: {fast_unsupported}")
+        self.use_fast_backward = self.choose_backward(unsupported_reason(self.net))
 
     @abstractmethod
     def make_optimizer(self) -> torch.optim.Optimizer:

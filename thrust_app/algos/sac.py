@@ -14,6 +14,7 @@ from torch import nn
 from ..config import param
 from ..envs.core import Box
 from ..fast_acting import FastSquashedGaussian
+from ..fast_sac import fast_sac_update, unsupported_reason
 from ..nets import SquashedGaussianActor, TwinQ
 from .off_policy import OffPolicyAlgorithm, OffPolicyConfig, polyak
 
@@ -45,7 +46,8 @@ class SAC(OffPolicyAlgorithm):
         lr = config.learning_rate
         self.actor_opt = torch.optim.Adam([self.actor.flat], lr=lr, fused=True)
         self.critic_opt = torch.optim.Adam([self.critic.flat], lr=lr, fused=True)
-        self.alpha_opt = torch.optim.Adam([self.log_alpha], lr=lr)
+        self.alpha_opt = torch.optim.Adam([self.log_alpha], lr=lr, fused=True)
+        self.use_fast_backward = self.choose_backward(unsupported_reason(obs_shape))
 
     @property
     def policy(self) -> SquashedGaussianActor:
@@ -83,8 +85,15 @@ class SAC(OffPolicyAlgorithm):
         return [(step_noise,) for step_noise in noise.numpy()]
 
     def train_step(self) -> dict[str, torch.Tensor]:
+        batch = self.buffer.sample(self.config.batch_size, self.generator)
+        logs = fast_sac_update(self, batch) if self.use_fast_backward else self.reference_update(batch)
+        polyak(self.critic_target, self.critic, self.config.tau)
+        return logs
+
+    def reference_update(self, batch: tuple[torch.Tensor, ...]) -> dict[str, torch.Tensor]:
+        """The temperature, critic and actor steps on `batch`, each loss through autograd."""
         config = self.config
-        obs, actions, rewards, next_obs, terminated = self.buffer.sample(config.batch_size, self.generator)
+        obs, actions, rewards, next_obs, terminated = batch
         new_actions, log_prob = self.actor.sample(obs)
         if config.auto_alpha:
             alpha_loss = -(self.log_alpha * (log_prob.detach() + self.target_entropy)).mean()
@@ -109,6 +118,4 @@ class SAC(OffPolicyAlgorithm):
         self.actor.zero_grad()
         actor_loss.backward(inputs=list(self.actor.parameters()))
         self.actor_opt.step()
-
-        polyak(self.critic_target, self.critic, config.tau)
         return {"critic_loss": critic_loss.detach(), "actor_loss": actor_loss.detach(), "alpha": alpha[0]}

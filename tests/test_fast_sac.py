@@ -1,0 +1,89 @@
+"""The written-out SAC update (`backward="fast"`) gives the reference's gradients, losses and steps:
+`SAC.reference_update`'s autograd on the same nets, batch and random draws."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from thrust_app.algos import SAC, SACConfig
+from thrust_app.envs.batched import make_batched
+from thrust_app.envs.core import Box
+from thrust_app.tensors import EnvIO
+
+SPACE = Box((-2.0, -0.5), (1.0, 3.0), (2,))  # uneven bounds: the rescaling's factor is not 1
+
+
+def make_sac(backward: str, hidden: tuple[int, ...], auto_alpha: bool = True) -> SAC:
+    torch.manual_seed(0)
+    config = SACConfig(hidden=hidden, auto_alpha=auto_alpha, init_alpha=0.3, batch_size=40, backward=backward)
+    sac = SAC((5,), SPACE, config, torch.device("cpu"), seed=0)
+    generator = torch.Generator().manual_seed(1)
+    n = 100
+    sac.buffer.add(
+        torch.randn(n, 5, generator=generator) * 2,
+        torch.tensor(SPACE.low) + torch.rand(n, 2, generator=generator) * (torch.tensor(SPACE.high) - torch.tensor(SPACE.low)),
+        torch.randn(n, generator=generator) * 3,
+        torch.randn(n, 5, generator=generator) * 2,
+        (torch.rand(n, generator=generator) < 0.3).float(),
+    )
+    return sac
+
+
+def after_steps(sac: SAC, steps: int) -> dict[str, torch.Tensor]:
+    torch.manual_seed(7)  # the actor's sampling noise comes from torch's global stream, as in `actor.sample`
+    for _ in range(steps):
+        logs = sac.train_step()
+    return {
+        **{f"log {key}": value for key, value in logs.items()},
+        "actor grad": sac.actor.flat.grad,
+        "critic grad": sac.critic.flat.grad,
+        "log_alpha grad": sac.log_alpha.grad,
+        "actor": sac.actor.flat,
+        "critic": sac.critic.flat,
+        "critic_target": sac.critic_target.flat,
+        "log_alpha": sac.log_alpha,
+    }
+
+
+@pytest.mark.parametrize("hidden", [(32, 32), (16, 24, 8)])
+@pytest.mark.parametrize("auto_alpha", [True, False])
+def test_one_fast_update_equals_the_reference(hidden, auto_alpha):
+    want = after_steps(make_sac("autograd", hidden, auto_alpha), 1)
+    got = after_steps(make_sac("fast", hidden, auto_alpha), 1)
+    for key, value in want.items():
+        if value is None:  # log_alpha's gradient without auto_alpha
+            assert got[key] is None, key
+            continue
+        if key.endswith("grad"):
+            assert value.abs().sum() > 0, key
+        torch.testing.assert_close(got[key], value.detach(), atol=2e-6, rtol=1e-4, msg=key)
+
+
+def test_twenty_fast_updates_stay_with_the_reference():
+    want = after_steps(make_sac("autograd", (32, 32)), 20)
+    got = after_steps(make_sac("fast", (32, 32)), 20)
+    for key in ("actor", "critic", "log_alpha"):
+        torch.testing.assert_close(got[key], want[key].detach(), atol=1e-4, rtol=1e-3, msg=key)
+
+
+def test_the_switch_trains_the_same_policy_on_pendulum():
+    actors = []
+    for backward in ("fast", "autograd"):
+        torch.manual_seed(0)
+        env = make_batched("pendulum", 1, seed=0)
+        config = SACConfig(hidden=(32, 32), learning_starts=50, batch_size=32, backward=backward)
+        sac = SAC(env.observation_space.shape, env.action_space, config, torch.device("cpu"), seed=0)
+        sac.apply_schedules(1.0)
+        env_io = EnvIO(torch.device("cpu"))
+        obs = env_io.reset(env)
+        for _ in range(150):
+            obs = sac.iteration(env, env_io, obs).obs
+        actors.append(sac.actor.flat)
+    torch.testing.assert_close(actors[0], actors[1], atol=1e-4, rtol=1e-3)
+
+
+def test_image_observations_fall_back_to_autograd_with_a_note():
+    sac = SAC((3, 5, 5), SPACE, SACConfig(buffer_size=16), torch.device("cpu"), seed=0)
+    assert not sac.use_fast_backward
+    assert any("falls back to autograd" in note for note in sac.notes)
