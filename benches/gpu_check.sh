@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # One prepared check for a machine with an NVIDIA GPU: the four algorithms' update times on CUDA against
-# the CPU, exported policies on onnxruntime CUDA, batched PPO CartPole end to end on the GPU at 1k/4k/16k
+# the CPU (DQN's and SAC's also captured as CUDA graphs, `cuda_graphs=True`), exported policies on onnxruntime CUDA, batched PPO CartPole end to end on the GPU at 1k/4k/16k
 # envs (env, policy and update on the device: no host copy per step), and the bandit and CartPole examples
 # on CUDA. Every step has a timeout; together at most 300 s. Results go to $1 (or $OUT).
 #
@@ -27,17 +27,17 @@ log="$out/gpu_check.log"
 {
   echo "== host"; nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv || true
   python3 -c "import torch; print('torch', torch.__version__, 'cuda', torch.version.cuda, torch.cuda.get_device_name(0))"
-  echo "== update times: the four algorithms on cpu and cuda, alternating"
-  timeout 70 python3 benches/trainer_throughput.py --quick --json "$out/trainer_throughput.json"
+  echo "== update times: the four algorithms on cpu and cuda, alternating; DQN and SAC also as captured CUDA graphs"
+  timeout 90 python3 benches/trainer_throughput.py --quick --json "$out/trainer_throughput.json"
   echo "== exported policies (torch eager, onnxruntime cpu/cuda)"
-  timeout 40 python3 benches/onnx_policies.py --quick --no-browser --json "$out/onnx_policies.json"
+  timeout 35 python3 benches/onnx_policies.py --quick --no-browser --json "$out/onnx_policies.json"
   echo "== PPO on batched CartPole, env + policy + update on the GPU (goal: >= 10M env-steps/s at 16k envs)"
-  timeout 100 python3 benches/batched_ppo.py --quick --devices cuda --env-backends torch --envs 1024,4096,16384 \
+  timeout 95 python3 benches/batched_ppo.py --quick --devices cuda --env-backends torch --envs 1024,4096,16384 \
     --json "$out/batched_ppo_cuda.json"
   echo "== the same on the CPU at 1k envs, for the ratio"
-  timeout 30 python3 benches/batched_ppo.py --quick --devices cpu --envs 1024 --json "$out/batched_ppo_cpu.json"
+  timeout 25 python3 benches/batched_ppo.py --quick --devices cpu --envs 1024 --json "$out/batched_ppo_cpu.json"
   echo "== examples on cuda"
   THRUST_DEVICE=cuda timeout 15 python3 examples/train_simple_bandit.py
-  THRUST_DEVICE=cuda TOTAL_TIMESTEPS=40000 timeout 45 python3 examples/train_cartpole_modern.py 2>/dev/null
+  THRUST_DEVICE=cuda TOTAL_TIMESTEPS=40000 timeout 40 python3 examples/train_cartpole_modern.py 2>/dev/null
 } 2>&1 | tee "$log"
 echo "results in $out"

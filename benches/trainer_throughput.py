@@ -4,9 +4,12 @@ Groups (suffixed with the backend: `/cpu` always, `/cuda` when torch sees a GPU)
   a2c_train_step, ppo_train_step, dqn_train_step, sac_train_step
       one gradient update on a ready batch (A2C: one 8x5 rollout; PPO: one 256-sample minibatch;
       DQN: one 64-sample batch of the zoo's 256x256 Q-net; SAC: one 256-sample batch, 256x256 nets)
-  a2c_train_step_autograd, ppo_train_step_autograd, ppo_cartpole_steps_per_sec_autograd
+  a2c_train_step_autograd, ppo_train_step_autograd, dqn_train_step_autograd, sac_train_step_autograd,
+  ppo_cartpole_steps_per_sec_autograd
       the same with `backward=autograd`, the reference path: the ratio to the group above is what
-      the written-out backward (`fast_actor_critic.py`) saves, measured in the same rounds
+      the written-out backward (fast_actor_critic.py, fast_dqn.py, fast_sac.py) saves, in the same rounds
+  dqn_train_step_graph, sac_train_step_graph (CUDA only)
+      the update captured as a CUDA graph and replayed (`cuda_graphs=True`, cuda_graph.py)
   a2c_cartpole_steps_per_sec, ppo_cartpole_steps_per_sec, dqn_cartpole_steps_per_sec,
   sac_pendulum_steps_per_sec
       one full iteration (collect + update) with the env's preset; reported per iteration and as
@@ -54,11 +57,12 @@ def build(algo: str, device: torch.device, **extra):
     return agent, env, io, io.reset(env)
 
 
-def train_step(algo: str, device: torch.device, backward: str = "fast") -> Callable[[], object]:
-    """One update on a batch that is ready (collected once, before timing); A2C and PPO compute their
-    gradients the `backward` way (fast: written out; autograd: the reference)."""
+def train_step(algo: str, device: torch.device, backward: str = "fast", **extra) -> Callable[[], object]:
+    """One update on a batch that is ready (collected once, before timing), its gradients computed the
+    `backward` way (fast: written out; autograd: the reference); `extra` are further DQN/SAC settings."""
     if algo in ("dqn", "sac"):
-        agent, env, io, obs = build(algo, device, learning_starts=1)
+        agent, env, io, obs = build(algo, device, learning_starts=1, backward=backward, **extra)
+        agent.prepare(env)  # decides on fast acting and on capturing the update (cuda_graphs)
         while agent.buffer.size < 2048:
             obs = agent.iteration(env, io, obs).obs
         return agent.train_step
@@ -104,9 +108,15 @@ def main() -> None:
         ("ppo_train_step", "ppo", {}),
         ("ppo_train_step_autograd", "ppo", {"backward": "autograd"}),
         ("dqn_train_step", "dqn", {}),
+        ("dqn_train_step_autograd", "dqn", {"backward": "autograd"}),
         ("sac_train_step", "sac", {}),
+        ("sac_train_step_autograd", "sac", {"backward": "autograd"}),
+        ("dqn_train_step_graph", "dqn", {"cuda_graphs": True}),
+        ("sac_train_step_graph", "sac", {"cuda_graphs": True}),
     ]:
         for d in devices:
+            if group.endswith("_graph") and d != "cuda":
+                continue  # a CUDA graph on the CPU is refused in one line by the algorithm itself
             benches[f"{group}/{d}"] = train_step(algo, resolve_device(d), **extra)
     for group, algo, extra in [
         ("a2c_cartpole_steps_per_sec", "a2c", {}),
@@ -147,13 +157,13 @@ def print_table(results: dict[str, Measurement], devices: list[str]) -> None:
     for g in groups:
         row = f"{g:30s}"
         for d in devices:
-            m = results[f"{g}/{d}"]
-            lo, hi = m.spread
-            row += f"{fmt_seconds(m.median) + ' (' + fmt_seconds(lo) + '-' + fmt_seconds(hi) + ')':>30s}"
+            m = results.get(f"{g}/{d}")
+            lo, hi = m.spread if m else (0, 0)
+            row += f"{fmt_seconds(m.median) + ' (' + fmt_seconds(lo) + '-' + fmt_seconds(hi) + ')' if m else '-':>30s}"
+        cpu = results.get(f"{g}/cpu")
         if "cuda" in devices:
-            row += f"{results[f'{g}/cuda'].median / results[f'{g}/cpu'].median:>9.2f}x"
-        cpu = results[f"{g}/cpu"]
-        row += f"{cpu.rate:>17,.0f}" if "steps_per_sec" in g else f"{'':>17s}"
+            row += f"{results[f'{g}/cuda'].median / cpu.median:>9.2f}x" if cpu else f"{'-':>10s}"
+        row += f"{cpu.rate:>17,.0f}" if cpu and "steps_per_sec" in g else f"{'':>17s}"
         print(row)
 
 

@@ -120,9 +120,8 @@ class DQN(OffPolicyAlgorithm):
         random_action = self.random_actions(steps * n).reshape(steps, n).numpy()
         return list(zip(uniform, random_action, strict=True))
 
-    def train_step(self) -> dict[str, torch.Tensor]:
+    def update(self, batch):
         config = self.config
-        batch = self.buffer.sample(config.batch_size, self.generator)
         if self.use_fast_backward:
             loss = fast_dqn_backward(self.q_net, self.target_net, batch, config.gamma, config.double_dqn, config.loss)
         else:

@@ -11,6 +11,7 @@ import numpy as np
 import torch
 
 from ..config import AlgoConfig, check_memory, param
+from ..cuda_graph import Batch, CapturedUpdate, unavailable_reason
 from ..envs.core import Box
 from ..fast_acting import unsupported_reason
 from ..flat_params import FlatParameters
@@ -32,6 +33,11 @@ class OffPolicyConfig(AlgoConfig):
         "fast",
         "how the behaviour policy acts: fast (fast_acting.py: its forward in numpy, exploration noise drawn once "
         "per iteration; vector observations, numpy env, CPU) or torch (the reference); both act alike",
+    )
+    cuda_graphs: bool = param(
+        False,
+        "capture the update as a CUDA graph after its first step and replay it (cuda_graph.py; needs --device "
+        "cuda, backward=fast and a constant learning rate; otherwise a note says why and the update runs eagerly)",
     )
     backward: Literal["fast", "autograd"] = param(
         "fast",
@@ -59,6 +65,10 @@ class OffPolicyAlgorithm(Algorithm):
         super().__init__(obs_shape, action_space, config, device, seed)
         #: Whether iterations act through fast_acting.py; None until `prepare` has seen the env.
         self.fast_acting: bool | None = None
+        #: The update as a CUDA graph (`cuda_graphs`), captured at the second gradient step.
+        self.captured_update: CapturedUpdate | None = None
+        self.capture_graph = False
+        self.steps_taken = 0
         continuous = isinstance(action_space, Box)
         self.buffer = ReplayBuffer(
             config.buffer_size,
@@ -82,8 +92,34 @@ class OffPolicyAlgorithm(Algorithm):
         algorithm's generator: one tuple per step."""
 
     @abstractmethod
+    def update(self, batch: Batch) -> dict[str, torch.Tensor]:
+        """One gradient step on `batch` (obs, actions, rewards, next obs, terminated); returns detached losses."""
+
     def train_step(self) -> dict[str, torch.Tensor]:
-        """One gradient step on a sampled minibatch; returns detached losses."""
+        """One gradient step on a minibatch sampled from the buffer: eager, or replayed from a CUDA graph
+        captured at the second step (`cuda_graphs`)."""
+        batch = self.buffer.sample(self.config.batch_size, self.generator)
+        if self.captured_update is not None:
+            return self.captured_update(batch)
+        if self.capture_graph and self.steps_taken > 0:
+            self.captured_update = CapturedUpdate(self.update, batch, self.updated_tensors())
+            return self.captured_update(batch)
+        self.steps_taken += 1
+        return self.update(batch)
+
+    def updated_tensors(self) -> list[torch.Tensor]:
+        """Every tensor an update changes in place: the nets' flat buffers, the optimizers' parameters
+        and state."""
+        tensors: dict[int, torch.Tensor] = {}
+        for part in self.stateful_parts().values():
+            if isinstance(part, FlatParameters):
+                tensors[id(part.flat)] = part.flat
+            elif isinstance(part, torch.optim.Optimizer):
+                for group in part.param_groups:
+                    for param in group["params"]:
+                        tensors[id(param)] = param
+                        tensors |= {id(value): value for value in part.state[param].values() if torch.is_tensor(value)}
+        return list(tensors.values())
 
     def stateful_parts(self):
         return {"buffer": self.buffer}
@@ -97,11 +133,21 @@ class OffPolicyAlgorithm(Algorithm):
         return torch.randint(0, space.n, (n,), generator=self.generator, device=self.device)
 
     def prepare(self, env) -> None:
-        """Decide on fast acting for this env; a refusal becomes a note."""
-        reason = unsupported_reason(self.obs_shape, env, self.device) if self.config.acting == "fast" else "not asked"
+        """Decide on fast acting for this env, and on capturing the update; a refusal becomes a note."""
+        config = self.config
+        reason = unsupported_reason(self.obs_shape, env, self.device) if config.acting == "fast" else "not asked"
         self.fast_acting = reason is None
-        if self.config.acting == "fast" and reason:
+        if config.acting == "fast" and reason:
             self.notes.append(f"acting=fast falls back to torch: {reason}")
+        if config.cuda_graphs:
+            graph_reason = unavailable_reason(self.device, self.use_fast_backward, config.lr_schedule)
+            self.capture_graph = graph_reason is None
+            if graph_reason:
+                self.notes.append(f"cuda_graphs=True is unavailable: {graph_reason}")
+
+    def load_state_dict(self, state) -> None:
+        super().load_state_dict(state)
+        self.captured_update = None  # loading replaced the optimizers' state tensors: capture again
 
     def uses_fast_acting(self, env) -> bool:
         """Whether iterations on `env` act through fast_acting.py (decided once, by `prepare`)."""

@@ -84,8 +84,7 @@ class SAC(OffPolicyAlgorithm):
         noise = torch.randn((steps, n, *self.action_space.shape), generator=self.generator, device=self.device)
         return [(step_noise,) for step_noise in noise.numpy()]
 
-    def train_step(self) -> dict[str, torch.Tensor]:
-        batch = self.buffer.sample(self.config.batch_size, self.generator)
+    def update(self, batch):
         logs = fast_sac_update(self, batch) if self.use_fast_backward else self.reference_update(batch)
         polyak(self.critic_target, self.critic, self.config.tau)
         return logs
