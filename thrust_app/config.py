@@ -50,6 +50,11 @@ class AlgoConfig:
     lr_schedule: Literal["constant", "linear"] = param("constant", "learning rate over training: constant, or linear to 0")
     gamma: float = param(0.99, "discount factor", ge=0, le=1)
     hidden: tuple[int, ...] = param((64, 64), "hidden layer sizes of the MLPs (image observations use a CNN)")
+    acting: Literal["fast", "torch"] = param(
+        "fast",
+        "how the policy acts while collecting experience: fast (fast_acting.py: its forward in numpy, an "
+        "iteration's noise drawn at once; vector observations, numpy env, CPU) or torch (the reference); both act alike",
+    )
 
     def validate(self) -> None:
         """Raise ConfigError on values no run could use: each field against the range it declares;

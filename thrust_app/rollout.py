@@ -31,13 +31,38 @@ class Rollout:
     episode_lengths: list[int]
 
 
+#: What a rollout records per step, in this order.
+RECORDED = ("obs", "actions", "log_probs", "values", "rewards", "terminated", "truncated", "returns", "lengths")
+
+
+def record_step(recorded: dict[str, list], policy_items: tuple, step) -> None:
+    """Append one step to `recorded` (a list per RECORDED key): the observation, action, log-prob, value and
+    reward in `policy_items`, the ends and episode figures from the env's `step` (tensors or arrays alike)."""
+    items = (*policy_items, step.terminated, step.truncated, step.episode_return, step.episode_length)
+    for key, item in zip(RECORDED, items, strict=True):
+        recorded[key].append(item)
+
+
+def make_rollout(steps: dict[str, torch.Tensor], last_values: torch.Tensor) -> Rollout:
+    """A Rollout from the (T, N) stack of every RECORDED key and the values after the last step."""
+    done = steps.pop("terminated") | steps.pop("truncated")
+    returns = steps.pop("returns")
+    lengths = steps.pop("lengths")
+    return Rollout(
+        **steps,
+        dones=done.float(),
+        last_values=last_values,
+        episode_returns=returns[done].tolist(),
+        episode_lengths=lengths[done].tolist(),
+    )
+
+
 @torch.no_grad()
 def collect_rollout(
     env: VecEnv, env_io: EnvIO, obs: torch.Tensor, policy: ActorCritic, n_steps: int, gamma: float
 ) -> tuple[Rollout, torch.Tensor]:
     """Run the policy for `n_steps` steps of every env; returns the rollout and the next observation."""
-    keys = ("obs", "actions", "log_probs", "values", "rewards", "terminated", "truncated", "returns", "lengths")
-    recorded: dict[str, list[torch.Tensor]] = {key: [] for key in keys}
+    recorded: dict[str, list[torch.Tensor]] = {key: [] for key in RECORDED}
     for _ in range(n_steps):
         action, log_prob, value = policy.sample(obs)
         step = env_io.step(env, policy.env_action(action))
@@ -46,25 +71,10 @@ def collect_rollout(
         # episode was truncated (a sync per step); on the host the question is free.
         if env_io.env_on_device(env) or bool(step.truncated.any()):
             reward = reward + gamma * (step.truncated & ~step.terminated) * policy.value(step.final_obs)
-        for key, item in zip(
-            keys,
-            (obs, action, log_prob, value, reward, step.terminated, step.truncated, step.episode_return, step.episode_length),
-            strict=True,
-        ):
-            recorded[key].append(item)
+        record_step(recorded, (obs, action, log_prob, value, reward), step)
         obs = step.obs
     steps = {key: torch.stack(items) for key, items in recorded.items()}  # (T, N) each: one op per array, not per step
-    done = steps.pop("terminated") | steps.pop("truncated")
-    returns = steps.pop("returns")
-    lengths = steps.pop("lengths")
-    rollout = Rollout(
-        **steps,
-        dones=done.float(),
-        last_values=policy.value(obs),
-        episode_returns=returns[done].tolist(),
-        episode_lengths=lengths[done].tolist(),
-    )
-    return rollout, obs
+    return make_rollout(steps, policy.value(obs)), obs
 
 
 def compute_gae(

@@ -13,6 +13,7 @@ from torch import nn
 from ..config import AlgoConfig, schedule
 from ..envs.core import Box, Discrete
 from ..envs.vec import VecEnv
+from ..fast_acting import unsupported_reason
 from ..flat_params import FlatParameters, flat_optimizer_state
 from ..tensors import EnvIO
 
@@ -56,6 +57,8 @@ class Algorithm(ABC):
         self.learning_rate: float = config.learning_rate
         #: Things the user should know about how this run computes (a fallback taken, say); printed at start.
         self.notes: list[str] = []
+        #: Whether iterations act through fast_acting.py; None until `prepare` has seen the env.
+        self.fast_acting: bool | None = None
 
     @classmethod
     def check_fits(cls, action_space: Discrete | Box, env_id: str) -> None:
@@ -86,9 +89,19 @@ class Algorithm(ABC):
         return unsupported is None
 
     def prepare(self, env: VecEnv) -> None:
-        """Called once with the env a run steps, before training: an algorithm may pick its code path for
-        it here and add to `notes` (the off-policy ones decide on fast acting)."""
-        return None
+        """Called once with the env a run steps, before training: decide on fast acting for it (a refusal
+        becomes a note); algorithms add their own choices."""
+        asked = self.config.acting == "fast"
+        reason = unsupported_reason(self.obs_shape, env, self.device) if asked else "not asked"
+        self.fast_acting = reason is None
+        if asked and reason:
+            self.notes.append(f"acting=fast falls back to torch: {reason}")
+
+    def uses_fast_acting(self, env: VecEnv) -> bool:
+        """Whether iterations on `env` act through fast_acting.py (decided once, by `prepare`)."""
+        if self.fast_acting is None:  # called without the trainer's prepare (benches, tests)
+            self.prepare(env)
+        return self.fast_acting
 
     @abstractmethod
     def iteration(self, env: VecEnv, env_io: EnvIO, obs: torch.Tensor) -> Iteration:

@@ -13,7 +13,6 @@ import torch
 from ..config import AlgoConfig, check_memory, param
 from ..cuda_graph import Batch, CapturedUpdate, unavailable_reason
 from ..envs.core import Box
-from ..fast_acting import unsupported_reason
 from ..flat_params import FlatParameters
 from ..replay import ReplayBuffer
 from .base import Algorithm, Iteration
@@ -29,11 +28,6 @@ class OffPolicyConfig(AlgoConfig):
     train_freq: int = param(1, "env steps (per env) between learning phases", ge=1)
     gradient_steps: int = param(1, "gradient steps per learning phase", ge=1)
     tau: float = param(0.005, "target network update weight (1.0 = hard copy)", gt=0, le=1)
-    acting: Literal["fast", "torch"] = param(
-        "fast",
-        "how the behaviour policy acts: fast (fast_acting.py: its forward in numpy, exploration noise drawn once "
-        "per iteration; vector observations, numpy env, CPU) or torch (the reference); both act alike",
-    )
     cuda_graphs: bool = param(
         False,
         "capture the update as a CUDA graph after its first step and replay it (cuda_graph.py; needs --device "
@@ -63,8 +57,6 @@ class OffPolicyAlgorithm(Algorithm):
 
     def __init__(self, obs_shape, action_space, config: OffPolicyConfig, device, seed) -> None:
         super().__init__(obs_shape, action_space, config, device, seed)
-        #: Whether iterations act through fast_acting.py; None until `prepare` has seen the env.
-        self.fast_acting: bool | None = None
         #: The update as a CUDA graph (`cuda_graphs`), captured at the second gradient step.
         self.captured_update: CapturedUpdate | None = None
         self.capture_graph = False
@@ -134,11 +126,8 @@ class OffPolicyAlgorithm(Algorithm):
 
     def prepare(self, env) -> None:
         """Decide on fast acting for this env, and on capturing the update; a refusal becomes a note."""
+        super().prepare(env)
         config = self.config
-        reason = unsupported_reason(self.obs_shape, env, self.device) if config.acting == "fast" else "not asked"
-        self.fast_acting = reason is None
-        if config.acting == "fast" and reason:
-            self.notes.append(f"acting=fast falls back to torch: {reason}")
         if config.cuda_graphs:
             graph_reason = unavailable_reason(self.device, self.use_fast_backward, config.lr_schedule)
             self.capture_graph = graph_reason is None
@@ -148,12 +137,6 @@ class OffPolicyAlgorithm(Algorithm):
     def load_state_dict(self, state) -> None:
         super().load_state_dict(state)
         self.captured_update = None  # loading replaced the optimizers' state tensors: capture again
-
-    def uses_fast_acting(self, env) -> bool:
-        """Whether iterations on `env` act through fast_acting.py (decided once, by `prepare`)."""
-        if self.fast_acting is None:  # called without the trainer's prepare (benches, tests)
-            self.prepare(env)
-        return self.fast_acting
 
     def iteration(self, env, env_io, obs) -> Iteration:
         if self.uses_fast_acting(env):

@@ -10,8 +10,10 @@ from typing import Literal
 import torch
 
 from ..config import AlgoConfig, ConfigError, check_memory, param
+from ..fast_acting import FastActorCritic
 from ..fast_actor_critic import ActorCriticLoss, fast_backward, unsupported_reason
 from ..fast_mlp import adam_step
+from ..fast_rollout import collect_rollout_fast
 from ..flat_params import clip_grad_norm_
 from ..nets import ActorCritic
 from ..rollout import Rollout, collect_rollout, compute_gae
@@ -67,6 +69,7 @@ class OnPolicyAlgorithm(Algorithm):
         self.net = ActorCritic(obs_shape, action_space, config.hidden, config.activation, config.log_std_init).to(device)
         self.optimizer = self.make_optimizer()
         self.use_fast_backward = self.choose_backward(unsupported_reason(self.net))
+        self._fast_actor: FastActorCritic | None = None
 
     @abstractmethod
     def make_optimizer(self) -> torch.optim.Optimizer:
@@ -98,7 +101,12 @@ class OnPolicyAlgorithm(Algorithm):
 
     def iteration(self, env, env_io, obs) -> Iteration:
         config = self.config
-        rollout, obs = collect_rollout(env, env_io, obs, self.net, config.n_steps, config.gamma)
+        if self.uses_fast_acting(env):
+            if self._fast_actor is None:
+                self._fast_actor = FastActorCritic(self.net)
+            rollout, obs = collect_rollout_fast(env, obs, self.net, self._fast_actor, config.n_steps, config.gamma)
+        else:
+            rollout, obs = collect_rollout(env, env_io, obs, self.net, config.n_steps, config.gamma)
         advantages, returns = compute_gae(
             rollout.rewards, rollout.values, rollout.dones, rollout.last_values, config.gamma, config.gae_lambda
         )
