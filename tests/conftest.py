@@ -1,6 +1,35 @@
 """Shared test set-up: one torch thread, as Thrust trains small nets (a second thread only adds
-synchronisation on two cores)."""
+synchronisation on two cores); a fixture that trains an algorithm for a few iterations."""
 
 import os
 
 os.environ.setdefault("OMP_NUM_THREADS", "1")
+
+import pytest
+import torch
+
+from thrust_app.envs.batched import make_batched
+from thrust_app.tensors import EnvIO
+
+
+@pytest.fixture
+def run_iterations():
+    """`run(algo_cls, env_id, iterations, n_envs=1, device="cpu", **settings)`: the algorithm built from
+    torch seed 0 on a batched env (seed 0), prepared for it, after that many iterations, and the last
+    iteration's logged stats."""
+
+    def run(algo_cls, env_id: str, iterations: int, n_envs: int = 1, device: str = "cpu", **settings):
+        torch.manual_seed(0)
+        env = make_batched(env_id, n_envs, seed=0)
+        config = algo_cls.Config(n_envs=n_envs, **settings)
+        agent = algo_cls(env.observation_space.shape, env.action_space, config, torch.device(device), seed=0)
+        agent.apply_schedules(1.0)
+        agent.prepare(env)
+        env_io = EnvIO(torch.device(device))
+        obs, stats = env_io.reset(env), {}
+        for _ in range(iterations):
+            iteration = agent.iteration(env, env_io, obs)
+            obs, stats = iteration.obs, iteration.stats
+        return agent, stats
+
+    return run

@@ -8,31 +8,17 @@ import torch
 
 from thrust_app.algos import DQN, SAC
 from thrust_app.cuda_graph import unavailable_reason
-from thrust_app.envs.batched import make_batched
-from thrust_app.tensors import EnvIO
 
-
-def trained(algo_cls, env_id: str, device: str, iterations: int, **settings):
-    torch.manual_seed(0)
-    env = make_batched(env_id, 1, seed=0)
-    config = algo_cls.Config(hidden=(32, 32), learning_starts=40, batch_size=16, **settings)
-    agent = algo_cls(env.observation_space.shape, env.action_space, config, torch.device(device), seed=0)
-    agent.apply_schedules(1.0)
-    agent.prepare(env)
-    env_io = EnvIO(torch.device(device))
-    obs = env_io.reset(env)
-    for _ in range(iterations):
-        obs = agent.iteration(env, env_io, obs).obs
-    return agent
+SETTINGS = {"hidden": (32, 32), "learning_starts": 40, "batch_size": 16}
 
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason="this machine has CUDA: the refusal is for machines without one")
-def test_on_the_cpu_the_switch_is_refused_in_one_line_and_the_run_is_unchanged():
-    captured = trained(DQN, "cartpole", "cpu", 60, cuda_graphs=True)
+def test_on_the_cpu_the_switch_is_refused_in_one_line_and_the_run_is_unchanged(run_iterations):
+    captured, _ = run_iterations(DQN, "cartpole", 60, cuda_graphs=True, **SETTINGS)
     notes = [note for note in captured.notes if "cuda_graphs" in note]
     assert len(notes) == 1 and "\n" not in notes[0] and "CUDA device" in notes[0], captured.notes
     assert captured.captured_update is None
-    eager = trained(DQN, "cartpole", "cpu", 60)
+    eager, _ = run_iterations(DQN, "cartpole", 60, **SETTINGS)
     assert torch.equal(captured.q_net.flat, eager.q_net.flat)
 
 
@@ -45,18 +31,18 @@ def test_each_unmet_condition_has_its_reason():
 
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device (run by benches/gpu_check.sh)")
-def test_the_captured_dqn_update_takes_the_eager_updates_steps():
-    captured = trained(DQN, "cartpole", "cuda", 80, cuda_graphs=True)
+def test_the_captured_dqn_update_takes_the_eager_updates_steps(run_iterations):
+    captured, _ = run_iterations(DQN, "cartpole", 80, device="cuda", cuda_graphs=True, **SETTINGS)
     assert captured.captured_update is not None
-    eager = trained(DQN, "cartpole", "cuda", 80)
+    eager, _ = run_iterations(DQN, "cartpole", 80, device="cuda", **SETTINGS)
     torch.testing.assert_close(captured.q_net.flat, eager.q_net.flat, atol=1e-5, rtol=1e-4)
 
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device (run by benches/gpu_check.sh)")
-def test_the_captured_sac_update_learns_like_the_eager_one():
-    captured = trained(SAC, "pendulum", "cuda", 80, cuda_graphs=True)
+def test_the_captured_sac_update_learns_like_the_eager_one(run_iterations):
+    captured, _ = run_iterations(SAC, "pendulum", 80, device="cuda", cuda_graphs=True, **SETTINGS)
     assert captured.captured_update is not None
-    eager = trained(SAC, "pendulum", "cuda", 80)
+    eager, _ = run_iterations(SAC, "pendulum", 80, device="cuda", **SETTINGS)
     assert captured.parameters_finite()
     # same batches, same steps; the sampling noise inside the graph comes from the generator's graph-safe
     # stream, so the two runs agree closely rather than exactly

@@ -159,18 +159,13 @@ def test_a_fast_discrete_rollout_equals_the_reference_rollout():
     assert (reference.rewards != 1.0).any(), "no truncated episode was bootstrapped: the test lost its point"
 
 
-def test_both_rollout_paths_train_ppo_alike_on_pendulum():
+def test_both_rollout_paths_train_ppo_alike_on_pendulum(run_iterations):
     """Gaussian noise is drawn in another order on the fast path: the two runs differ in their draws, not in
     what they learn from them (one iteration's update statistics are close)."""
-    stats = []
-    for acting in ("fast", "torch"):
-        torch.manual_seed(0)
-        env = make_batched("pendulum", 4, seed=0)
-        config = PPO.Config(n_envs=4, n_steps=64, batch_size=64, acting=acting)
-        algo = PPO(env.observation_space.shape, env.action_space, config, torch.device("cpu"), seed=0)
-        algo.apply_schedules(1.0)
-        env_io = EnvIO(torch.device("cpu"))
-        stats.append(algo.iteration(env, env_io, env_io.reset(env)).stats)
-    assert algo.uses_fast_acting(env) is False
+    settings = {"n_steps": 64, "batch_size": 64}
+    (fast, fast_stats), (reference, reference_stats) = (
+        run_iterations(PPO, "pendulum", 1, n_envs=4, acting=way, **settings) for way in ("fast", "torch")
+    )
+    assert fast.fast_acting and not reference.fast_acting
     for key in ("value_loss", "entropy"):
-        assert stats[0][key] == pytest.approx(stats[1][key], rel=0.5), key
+        assert fast_stats[key] == pytest.approx(reference_stats[key], rel=0.5), key

@@ -10,11 +10,9 @@ import torch
 
 from thrust_app.algos import DQN
 from thrust_app.algos.dqn import DQNConfig, dqn_loss
-from thrust_app.envs.batched import make_batched
 from thrust_app.envs.core import Discrete
 from thrust_app.fast_dqn import fast_dqn_backward, td_loss_gradient, unsupported_reason
 from thrust_app.nets import QNetwork
-from thrust_app.tensors import EnvIO
 
 
 def example_batch(n: int = 48, obs_size: int = 5, n_actions: int = 3):
@@ -57,23 +55,13 @@ def test_the_huber_gradient_is_clipped_at_one_per_sample():
     torch.testing.assert_close(loss, torch.nn.functional.smooth_l1_loss(q, target))
 
 
-def test_the_switch_trains_the_same_q_net_either_way():
+def test_the_switch_trains_the_same_q_net_either_way(run_iterations):
     """Whole iterations (acting, sampling, updates, target copies, Adam) with each setting of `backward`."""
-    nets = []
-    for backward in ("fast", "autograd"):
-        torch.manual_seed(0)
-        env = make_batched("cartpole", 2, seed=0)
-        config = DQNConfig(
-            n_envs=2, learning_starts=64, batch_size=32, train_freq=4, target_update_interval=128, backward=backward
-        )
-        algo = DQN(env.observation_space.shape, env.action_space, config, torch.device("cpu"), seed=0)
-        algo.apply_schedules(1.0)
-        env_io = EnvIO(torch.device("cpu"))
-        obs = env_io.reset(env)
-        for _ in range(64):
-            obs = algo.iteration(env, env_io, obs).obs
-        nets.append(algo.q_net)
-    torch.testing.assert_close(nets[0].flat, nets[1].flat, atol=1e-5, rtol=1e-4)
+    settings = {"learning_starts": 64, "batch_size": 32, "train_freq": 4, "target_update_interval": 128}
+    (fast, _), (reference, _) = (
+        run_iterations(DQN, "cartpole", 64, n_envs=2, backward=way, **settings) for way in ("fast", "autograd")
+    )
+    torch.testing.assert_close(fast.q_net.flat, reference.q_net.flat, atol=1e-5, rtol=1e-4)
 
 
 def test_image_observations_fall_back_to_autograd_with_a_note():

@@ -7,9 +7,7 @@ import pytest
 import torch
 
 from thrust_app.algos import SAC, SACConfig
-from thrust_app.envs.batched import make_batched
 from thrust_app.envs.core import Box
-from thrust_app.tensors import EnvIO
 
 SPACE = Box((-2.0, -0.5), (1.0, 3.0), (2,))  # uneven bounds: the rescaling's factor is not 1
 
@@ -67,20 +65,12 @@ def test_twenty_fast_updates_stay_with_the_reference():
         torch.testing.assert_close(got[key], want[key].detach(), atol=1e-4, rtol=1e-3, msg=key)
 
 
-def test_the_switch_trains_the_same_policy_on_pendulum():
-    actors = []
-    for backward in ("fast", "autograd"):
-        torch.manual_seed(0)
-        env = make_batched("pendulum", 1, seed=0)
-        config = SACConfig(hidden=(32, 32), learning_starts=50, batch_size=32, backward=backward)
-        sac = SAC(env.observation_space.shape, env.action_space, config, torch.device("cpu"), seed=0)
-        sac.apply_schedules(1.0)
-        env_io = EnvIO(torch.device("cpu"))
-        obs = env_io.reset(env)
-        for _ in range(150):
-            obs = sac.iteration(env, env_io, obs).obs
-        actors.append(sac.actor.flat)
-    torch.testing.assert_close(actors[0], actors[1], atol=1e-4, rtol=1e-3)
+def test_the_switch_trains_the_same_policy_on_pendulum(run_iterations):
+    settings = {"hidden": (32, 32), "learning_starts": 50, "batch_size": 32}
+    (fast, _), (reference, _) = (
+        run_iterations(SAC, "pendulum", 150, backward=way, **settings) for way in ("fast", "autograd")
+    )
+    torch.testing.assert_close(fast.actor.flat, reference.actor.flat, atol=1e-4, rtol=1e-3)
 
 
 def test_image_observations_fall_back_to_autograd_with_a_note():
