@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import torch
+from threadpoolctl import threadpool_limits
 
 DEVICE_CHOICES = ("auto", "cpu", "cuda")
 
@@ -23,8 +24,9 @@ def cuda_summary() -> str:
 def resolve_device(name: str, torch_threads: int | None = 1) -> torch.device:
     """`auto` takes CUDA when present, else the CPU; `cuda` without a GPU is a DeviceError.
 
-    On the CPU, torch is limited to `torch_threads` threads (default 1): small nets gain nothing
-    from more and lose a lot when another process competes for the cores.
+    On the CPU, torch and numpy's BLAS (which the fast acting paths use) are limited to `torch_threads`
+    threads (default 1): small nets gain nothing from more and lose a lot when another process competes
+    for the cores.
     """
     if name not in DEVICE_CHOICES and not name.startswith("cuda:"):
         raise DeviceError(f"unknown device {name!r}; choose one of {', '.join(DEVICE_CHOICES)}")
@@ -37,4 +39,5 @@ def resolve_device(name: str, torch_threads: int | None = 1) -> torch.device:
     device = torch.device(name)
     if device.type == "cpu" and torch_threads:
         torch.set_num_threads(torch_threads)
+        threadpool_limits(torch_threads, user_api="blas")
     return device
