@@ -74,7 +74,7 @@ def test_a_named_preset_sets_its_settings_evaluation_and_stop_and_the_command_re
     from thrust_app.run_spec import make_spec
 
     spec = make_spec("ppo", "cartpole", preset="fast")
-    assert (spec.config["n_envs"], spec.config["n_steps"], spec.eval_every, spec.stop_at_return) == (16, 16, 1024, 475.0)
+    assert (spec.config["n_envs"], spec.config["n_steps"], spec.eval_every, spec.stop_at_return) == (8, 32, 1024, 475.0)
     assert spec.overrides == {} and "--preset fast" in spec.command()
     mine = make_spec("ppo", "cartpole", preset="fast", eval_every=2048, overrides={"n_epochs": 5})
     assert mine.eval_every == 2048 and mine.overrides == {"n_epochs": 5}  # the user's values win
