@@ -7,7 +7,8 @@
 # The lent GPU machine has python3 with CUDA torch, onnxruntime, numpy and tqdm, but no network and
 # no gymnasium / array-api-compat. Bring those as wheels in .whl/ (ignored by git) before the run:
 #   echo /.whl/ >> .git/info/exclude
-#   python3 -m pip download --no-deps --only-binary=:all: -d .whl gymnasium array-api-compat farama-notifications
+#   python3 -m pip download --no-deps --only-binary=:all: -d .whl gymnasium array-api-compat farama-notifications \
+#     threadpoolctl pytest pluggy iniconfig packaging
 # and pass `carry: [".whl"]` to the device run. Then: bash benches/gpu_check.sh
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -28,16 +29,18 @@ log="$out/gpu_check.log"
   echo "== host"; nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv || true
   python3 -c "import torch; print('torch', torch.__version__, 'cuda', torch.version.cuda, torch.cuda.get_device_name(0))"
   echo "== update times: the four algorithms on cpu and cuda, alternating; DQN and SAC also as captured CUDA graphs"
-  timeout 90 python3 benches/trainer_throughput.py --quick --json "$out/trainer_throughput.json"
+  timeout 80 python3 benches/trainer_throughput.py --quick --json "$out/trainer_throughput.json"
   echo "== exported policies (torch eager, onnxruntime cpu/cuda)"
-  timeout 35 python3 benches/onnx_policies.py --quick --no-browser --json "$out/onnx_policies.json"
+  timeout 30 python3 benches/onnx_policies.py --quick --no-browser --json "$out/onnx_policies.json"
   echo "== PPO on batched CartPole, env + policy + update on the GPU (goal: >= 10M env-steps/s at 16k envs)"
-  timeout 95 python3 benches/batched_ppo.py --quick --devices cuda --env-backends torch --envs 1024,4096,16384 \
+  timeout 85 python3 benches/batched_ppo.py --quick --devices cuda --env-backends torch --envs 1024,4096,16384 \
     --json "$out/batched_ppo_cuda.json"
   echo "== the same on the CPU at 1k envs, for the ratio"
   timeout 25 python3 benches/batched_ppo.py --quick --devices cpu --envs 1024 --json "$out/batched_ppo_cpu.json"
+  echo "== the CUDA tests: captured DQN/SAC updates against eager ones, the batched envs and training on cuda"
+  timeout 30 python3 -m pytest -q -p no:cacheprovider tests/test_cuda_graph.py tests/test_device.py tests/envs/test_batched.py -k cuda
   echo "== examples on cuda"
   THRUST_DEVICE=cuda timeout 15 python3 examples/train_simple_bandit.py
-  THRUST_DEVICE=cuda TOTAL_TIMESTEPS=40000 timeout 40 python3 examples/train_cartpole_modern.py 2>/dev/null
+  THRUST_DEVICE=cuda TOTAL_TIMESTEPS=40000 timeout 35 python3 examples/train_cartpole_modern.py 2>/dev/null
 } 2>&1 | tee "$log"
 echo "results in $out"
