@@ -15,7 +15,8 @@ from collections.abc import Callable
 
 import torch
 
-Batch = tuple[torch.Tensor, ...]
+from .replay import Batch
+
 Update = Callable[[Batch], dict[str, torch.Tensor]]
 
 #: Eager calls before capture: they let cuBLAS and the allocator settle on a side stream (PyTorch's rule).

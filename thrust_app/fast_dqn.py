@@ -14,6 +14,7 @@ import torch
 
 from .fast_mlp import linear_layers, mlp_backward, mlp_forward
 from .nets import QNetwork
+from .replay import Batch
 
 
 def unsupported_reason(q_net: QNetwork) -> str | None:
@@ -39,7 +40,7 @@ def td_loss_gradient(q: torch.Tensor, target: torch.Tensor, loss: str) -> tuple[
 
 @torch.no_grad()
 def fast_dqn_backward(
-    q_net: QNetwork, target_net: QNetwork, batch: tuple[torch.Tensor, ...], gamma: float, double: bool, loss: str
+    q_net: QNetwork, target_net: QNetwork, batch: Batch, gamma: float, double: bool, loss: str
 ) -> torch.Tensor:
     """Set q_net's gradients to those of `dqn_loss` at `batch`, as its `loss.backward()` would; returns the loss."""
     obs, actions, rewards, next_obs, terminated = batch

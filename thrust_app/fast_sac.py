@@ -18,6 +18,7 @@ from torch import nn
 
 from .fast_mlp import adam_step, linear_layers, mlp_backward, mlp_forward
 from .nets import LOG_STD_MAX, LOG_STD_MIN, SquashedGaussianActor, TwinQ, is_image
+from .replay import Batch
 
 if TYPE_CHECKING:
     from .algos.sac import SAC
@@ -92,7 +93,7 @@ def critic_forward(critic: TwinQ, obs: torch.Tensor, actions: torch.Tensor) -> l
 
 
 @torch.no_grad()
-def fast_sac_update(sac: SAC, batch: tuple[torch.Tensor, ...]) -> dict[str, torch.Tensor]:
+def fast_sac_update(sac: SAC, batch: Batch) -> dict[str, torch.Tensor]:
     """One SAC gradient step on `batch` up to the target update, as `SAC.reference_update` does it; returns
     the same logs."""
     config, actor, critic = sac.config, sac.actor, sac.critic

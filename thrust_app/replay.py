@@ -7,6 +7,9 @@ from collections.abc import Sequence
 import numpy as np
 import torch
 
+#: A sampled minibatch: (obs, actions, rewards, next obs, terminated), each with the batch as its first axis.
+Batch = tuple[torch.Tensor, ...]
+
 
 class ReplayBuffer:
     """Stores (obs, action, reward, next_obs, terminated) for N envs per `add`; samples uniformly.
@@ -72,7 +75,7 @@ class ReplayBuffer:
         self.pos = (self.pos + n) % self.capacity
         self.size = min(self.size + n, self.capacity)
 
-    def sample(self, batch_size: int, generator: torch.Generator | None = None) -> tuple[torch.Tensor, ...]:
+    def sample(self, batch_size: int, generator: torch.Generator | None = None) -> Batch:
         rows = torch.randint(0, self.size, (batch_size,), device=self.obs.device, generator=generator)
         # index_select: one call per array, half the cost of advanced indexing's generic path on small batches
         return tuple(

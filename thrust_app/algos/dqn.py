@@ -21,6 +21,7 @@ from ..fast_dqn import fast_dqn_backward, unsupported_reason
 from ..fast_mlp import adam_step
 from ..flat_params import clip_grad_norm_
 from ..nets import QNetwork
+from ..replay import Batch
 from .off_policy import OffPolicyAlgorithm, OffPolicyConfig, polyak
 
 
@@ -47,7 +48,7 @@ class DQNConfig(OffPolicyConfig):
 
 
 def dqn_loss(
-    q_net: QNetwork, target_net: QNetwork, batch: tuple[torch.Tensor, ...], gamma: float, double: bool, loss: str = "huber"
+    q_net: QNetwork, target_net: QNetwork, batch: Batch, gamma: float, double: bool, loss: str = "huber"
 ) -> torch.Tensor:
     """The TD loss between Q(s, a) and the (double) DQN target y = r + gamma * (1 - terminated) * Q'(s', a')."""
     obs, actions, rewards, next_obs, terminated = batch
@@ -120,7 +121,7 @@ class DQN(OffPolicyAlgorithm):
         random_action = self.random_actions(steps * n).reshape(steps, n).numpy()
         return list(zip(uniform, random_action, strict=True))
 
-    def update(self, batch):
+    def update(self, batch: Batch) -> dict[str, torch.Tensor]:
         config = self.config
         if self.use_fast_backward:
             loss = fast_dqn_backward(self.q_net, self.target_net, batch, config.gamma, config.double_dqn, config.loss)
@@ -129,7 +130,10 @@ class DQN(OffPolicyAlgorithm):
             self.q_net.zero_grad()
             loss.backward()
         clip_grad_norm_(self.q_net.flat, config.max_grad_norm)
-        adam_step(self.optimizer) if self.use_fast_backward else self.optimizer.step()
+        if self.use_fast_backward:
+            adam_step(self.optimizer)  # the same fused kernel, without the generic step's bookkeeping
+        else:
+            self.optimizer.step()
         return {"q_loss": loss.detach()}
 
     def extra_stats(self) -> dict[str, float]:

@@ -11,10 +11,10 @@ import numpy as np
 import torch
 
 from ..config import AlgoConfig, check_memory, param
-from ..cuda_graph import Batch, CapturedUpdate, unavailable_reason
+from ..cuda_graph import CapturedUpdate, unavailable_reason
 from ..envs.core import Box
 from ..flat_params import FlatParameters
-from ..replay import ReplayBuffer
+from ..replay import Batch, ReplayBuffer
 from .base import Algorithm, Iteration
 
 

@@ -96,7 +96,10 @@ class OnPolicyAlgorithm(Algorithm):
             loss, logs = loss_fn(*self.net.evaluate_actions(obs, actions))
             loss.backward()
         clip_grad_norm_(self.net.flat, self.config.max_grad_norm)
-        adam_step(self.optimizer) if self.use_fast_backward else self.optimizer.step()
+        if self.use_fast_backward:
+            adam_step(self.optimizer)  # the same fused kernel, without the generic step's bookkeeping
+        else:
+            self.optimizer.step()
         return logs.detach()
 
     def iteration(self, env, env_io, obs) -> Iteration:

@@ -16,6 +16,7 @@ from ..envs.core import Box
 from ..fast_acting import FastSquashedGaussian
 from ..fast_sac import fast_sac_update, unsupported_reason
 from ..nets import SquashedGaussianActor, TwinQ
+from ..replay import Batch
 from .off_policy import OffPolicyAlgorithm, OffPolicyConfig, polyak
 
 
@@ -84,12 +85,12 @@ class SAC(OffPolicyAlgorithm):
         noise = torch.randn((steps, n, *self.action_space.shape), generator=self.generator, device=self.device)
         return [(step_noise,) for step_noise in noise.numpy()]
 
-    def update(self, batch):
+    def update(self, batch: Batch) -> dict[str, torch.Tensor]:
         logs = fast_sac_update(self, batch) if self.use_fast_backward else self.reference_update(batch)
         polyak(self.critic_target, self.critic, self.config.tau)
         return logs
 
-    def reference_update(self, batch: tuple[torch.Tensor, ...]) -> dict[str, torch.Tensor]:
+    def reference_update(self, batch: Batch) -> dict[str, torch.Tensor]:
         """The temperature, critic and actor steps on `batch`, each loss through autograd."""
         config = self.config
         obs, actions, rewards, next_obs, terminated = batch
