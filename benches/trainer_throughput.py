@@ -8,6 +8,9 @@ Groups (suffixed with the backend: `/cpu` always, `/cuda` when torch sees a GPU)
   ppo_cartpole_steps_per_sec_autograd
       the same with `backward=autograd`, the reference path: the ratio to the group above is what
       the written-out backward (fast_actor_critic.py, fast_dqn.py, fast_sac.py) saves, in the same rounds
+  ppo_rollout, ppo_rollout_torch
+      one rollout of the zoo's PPO preset (8 envs x 32 steps) with `acting="fast"` (numpy, fast_rollout.py)
+      and with `acting="torch"` (the reference); on CUDA both act through torch
   dqn_train_step_graph, sac_train_step_graph (CUDA only)
       the update captured as a CUDA graph and replayed (`cuda_graphs=True`, cuda_graph.py)
   a2c_cartpole_steps_per_sec, ppo_cartpole_steps_per_sec, dqn_cartpole_steps_per_sec,
@@ -78,6 +81,19 @@ def train_step(algo: str, device: torch.device, backward: str = "fast", **extra)
     return lambda: agent.update(rollout, advantages, returns)
 
 
+def rollout(algo: str, device: torch.device, **extra) -> Callable[[], object]:
+    """One rollout of the preset (A2C, PPO), collected the way `acting` says (in `extra`; fast by default)."""
+    agent, env, io, obs = build(algo, device, **extra)
+    agent.prepare(env)
+    state = {"obs": obs}
+
+    def collect():
+        rollout, state["obs"] = agent.collect(env, io, state["obs"])
+        return rollout
+
+    return collect
+
+
 def full_loop(algo: str, device: torch.device, **extra) -> tuple[Callable[[], object], float]:
     """One collect+update iteration; returns the call and the env steps it takes."""
     agent, env, io, obs = build(algo, device, **({"learning_starts": 1} if algo in ("dqn", "sac") else extra))
@@ -118,6 +134,9 @@ def main() -> None:
             if group.endswith("_graph") and d != "cuda":
                 continue  # a CUDA graph on the CPU is refused in one line by the algorithm itself
             benches[f"{group}/{d}"] = train_step(algo, resolve_device(d), **extra)
+    for group, algo, extra in [("ppo_rollout", "ppo", {}), ("ppo_rollout_torch", "ppo", {"acting": "torch"})]:
+        for d in devices:
+            benches[f"{group}/{d}"] = rollout(algo, resolve_device(d), **extra)
     for group, algo, extra in [
         ("a2c_cartpole_steps_per_sec", "a2c", {}),
         ("ppo_cartpole_steps_per_sec", "ppo", {}),

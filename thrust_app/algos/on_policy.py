@@ -102,14 +102,18 @@ class OnPolicyAlgorithm(Algorithm):
             self.optimizer.step()
         return logs.detach()
 
-    def iteration(self, env, env_io, obs) -> Iteration:
+    def collect(self, env, env_io, obs) -> tuple[Rollout, torch.Tensor]:
+        """`n_steps` of every env with the current policy, through numpy (`acting="fast"`) or torch."""
         config = self.config
         if self.uses_fast_acting(env):
             if self._fast_actor is None:
                 self._fast_actor = FastActorCritic(self.net)
-            rollout, obs = collect_rollout_fast(env, obs, self.net, self._fast_actor, config.n_steps, config.gamma)
-        else:
-            rollout, obs = collect_rollout(env, env_io, obs, self.net, config.n_steps, config.gamma)
+            return collect_rollout_fast(env, obs, self.net, self._fast_actor, config.n_steps, config.gamma)
+        return collect_rollout(env, env_io, obs, self.net, config.n_steps, config.gamma)
+
+    def iteration(self, env, env_io, obs) -> Iteration:
+        config = self.config
+        rollout, obs = self.collect(env, env_io, obs)
         advantages, returns = compute_gae(
             rollout.rewards, rollout.values, rollout.dones, rollout.last_values, config.gamma, config.gae_lambda
         )
