@@ -15,6 +15,7 @@ import numpy as np
 import torch
 from torch import nn
 
+from .fast_mlp import linear_layers
 from .flat_params import FlatParameters
 from .nets import LOG_STD_MAX, LOG_STD_MIN, ActorCritic, QNetwork, SquashedGaussianActor, is_image
 
@@ -72,15 +73,11 @@ class NumpyMLP(FlatViews):
         return x
 
 
-def linears_of(module: nn.Module) -> list[nn.Linear]:
-    return [layer for layer in module.modules() if isinstance(layer, nn.Linear)]
-
-
 class FastEpsilonGreedy:
     """DQN's behaviour policy: a uniform random action where u < epsilon, else argmax_a Q(s, a)."""
 
     def __init__(self, q_net: QNetwork) -> None:
-        self.q_values = NumpyMLP(q_net, linears_of(q_net), relu_last=False)
+        self.q_values = NumpyMLP(q_net, linear_layers(q_net), relu_last=False)
 
     def __call__(self, obs: np.ndarray, uniform: np.ndarray, random_actions: np.ndarray, epsilon: float) -> np.ndarray:
         actions = random_actions.copy()
@@ -95,7 +92,7 @@ class FastSquashedGaussian:
     `SquashedGaussianActor.sample` draws it (the noise comes in, drawn by the caller's generator)."""
 
     def __init__(self, actor: SquashedGaussianActor) -> None:
-        self.features = NumpyMLP(actor, linears_of(actor.encoder), relu_last=True)
+        self.features = NumpyMLP(actor, linear_layers(actor.encoder), relu_last=True)
         self.mu = NumpyMLP(actor, [actor.mu], relu_last=False)
         self.log_std = NumpyMLP(actor, [actor.log_std], relu_last=False)
         self.low = actor.low.detach().cpu().numpy()
