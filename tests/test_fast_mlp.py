@@ -13,7 +13,7 @@ from thrust_app.nets import QNetwork
 @pytest.mark.parametrize("activation", ["relu", "tanh"])
 def test_mlp_backward_equals_autograd(activation):
     torch.manual_seed(0)
-    layers = [torch.nn.Linear(6, 32), torch.nn.Linear(32, 16), torch.nn.Linear(16, 3)]
+    layers = torch.nn.Sequential(torch.nn.Linear(6, 32), torch.nn.Linear(32, 16), torch.nn.Linear(16, 3))
     x, grad_out = torch.randn(40, 6), torch.randn(40, 3)
     act = torch.relu if activation == "relu" else torch.tanh
     out = layers[2](act(layers[1](act(layers[0](x)))))
@@ -27,6 +27,27 @@ def test_mlp_backward_equals_autograd(activation):
     got = [p.grad for layer in layers for p in layer.parameters()]
     for got_grad, want_grad in zip(got, want, strict=True):
         torch.testing.assert_close(got_grad, want_grad)
+
+
+def test_the_passes_follow_a_net_whose_parameters_were_gathered_again():
+    """Moving a FlatParameters net re-gathers its parameters into new buffers: a backward after that writes
+    the new gradients, not the buffer the first pass saw."""
+    torch.manual_seed(0)
+    net = QNetwork((4,), 2, (16,))
+    x, grad_out = torch.randn(8, 4), torch.randn(8, 2)
+    mlp_backward(net, mlp_forward(net, x), grad_out)
+    old_grad = net.flat.grad.clone()
+    net.float()  # _apply: every parameter and gradient is a view into new buffers
+    with torch.no_grad():
+        net.flat.mul_(2.0)
+    net.flat.grad.fill_(float("nan"))
+    outputs = mlp_forward(net, x)
+    torch.testing.assert_close(outputs[-1], net(x).detach())
+    mlp_backward(net, outputs, grad_out)
+    want = torch.autograd.grad(net(x), list(net.parameters()), grad_out)
+    for got_grad, want_grad in zip((p.grad for p in net.parameters()), want, strict=True):
+        torch.testing.assert_close(got_grad, want_grad)
+    assert not torch.equal(net.flat.grad, old_grad)
 
 
 def test_adam_step_equals_the_optimizers_step_bitwise():

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import torch
 
-from .fast_mlp import linear_layers, mlp_backward, mlp_forward
+from .fast_mlp import mlp_backward, mlp_forward
 from .nets import QNetwork
 from .replay import Batch
 
@@ -45,10 +45,9 @@ def fast_dqn_backward(
     """Set q_net's gradients to those of `dqn_loss` at `batch`, as its `loss.backward()` would; returns the loss."""
     obs, actions, rewards, next_obs, terminated = batch
     n = obs.shape[0]
-    layers, target_layers = linear_layers(q_net), linear_layers(target_net)
     # the online net sees s (for the loss) and s' (double DQN's choice of a') in one forward
-    outputs = mlp_forward(layers, torch.cat([obs, next_obs]).flatten(1) if double else obs.flatten(1))
-    next_q = mlp_forward(target_layers, next_obs.flatten(1))[-1]
+    outputs = mlp_forward(q_net, torch.cat([obs, next_obs]).flatten(1) if double else obs.flatten(1))
+    next_q = mlp_forward(target_net, next_obs.flatten(1))[-1]
     if double:
         next_q = next_q.gather(1, outputs[-1][n:].argmax(1, keepdim=True)).squeeze(1)
     else:
@@ -58,5 +57,5 @@ def fast_dqn_backward(
     loss_value, grad_q = td_loss_gradient(q_sa, target, loss)
     # dL/d Q(s, .) is dL/dQ(s, a) in each row's action column, zero elsewhere
     grad_out = torch.zeros_like(outputs[-1][:n]).scatter_(1, actions.unsqueeze(1), grad_q.unsqueeze(1))
-    mlp_backward(layers, [output[:n] for output in outputs], grad_out)
+    mlp_backward(q_net, [output[:n] for output in outputs], grad_out)
     return loss_value

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 import torch
 from torch import nn
 
-from .fast_mlp import adam_step, linear_layers, mlp_backward, mlp_forward
+from .fast_mlp import adam_step, mlp_backward, mlp_forward
 from .nets import LOG_STD_MAX, LOG_STD_MIN, SquashedGaussianActor, TwinQ, is_image
 from .replay import Batch
 
@@ -47,7 +47,7 @@ class ActorPass:
 @torch.no_grad()
 def actor_forward(actor: SquashedGaussianActor, obs: torch.Tensor) -> ActorPass:
     """`actor.sample(obs)`, keeping what the backward needs; draws its noise as `sample` does."""
-    outputs = mlp_forward(linear_layers(actor.encoder), obs.flatten(1), last_activation=True)
+    outputs = mlp_forward(actor.encoder, obs.flatten(1), last_activation=True)
     features = outputs[-1]
     mu = nn.functional.linear(features, actor.mu.weight, actor.mu.bias)
     raw_log_std = nn.functional.linear(features, actor.log_std.weight, actor.log_std.bias)
@@ -82,14 +82,14 @@ def actor_backward(
         torch.mm(grad.t(), features, out=head.weight.grad)
         torch.sum(grad, 0, out=head.bias.grad)
     grad_features = torch.addmm(grad_u @ actor.mu.weight, grad_log_std, actor.log_std.weight)
-    mlp_backward(linear_layers(actor.encoder), sample.outputs, grad_features, last_activation=True)
+    mlp_backward(actor.encoder, sample.outputs, grad_features, last_activation=True)
 
 
 @torch.no_grad()
 def critic_forward(critic: TwinQ, obs: torch.Tensor, actions: torch.Tensor) -> list[list[torch.Tensor]]:
     """Each Q-net's layer outputs at cat(obs, action), its input first and Q(s, a) (n, 1) last."""
     x = torch.cat([obs.flatten(1), actions], -1)
-    return [mlp_forward(linear_layers(q_net), x) for q_net in critic.qs]
+    return [mlp_forward(q_net, x) for q_net in critic.qs]
 
 
 @torch.no_grad()
@@ -115,7 +115,7 @@ def fast_sac_update(sac: SAC, batch: Batch) -> dict[str, torch.Tensor]:
     for q_net, outputs in zip(critic.qs, critic_forward(critic, obs, actions), strict=True):
         error = outputs[-1] - target.unsqueeze(-1)
         critic_loss = critic_loss + error.square().mean()
-        mlp_backward(linear_layers(q_net), outputs, error * (2.0 / n))
+        mlp_backward(q_net, outputs, error * (2.0 / n))
     adam_step(sac.critic_opt)
 
     # actor loss mean(alpha log pi - min(Q1, Q2)(s, a ~ pi)) with the updated critics
@@ -126,9 +126,7 @@ def fast_sac_update(sac: SAC, batch: Batch) -> dict[str, torch.Tensor]:
     ties = (q1 == q2) * 0.5
     grad_action = torch.zeros_like(sample.action)
     for q_net, outputs, share in zip(critic.qs, passes, ((q1 < q2) + ties, (q2 < q1) + ties), strict=True):
-        grad_input = mlp_backward(
-            linear_layers(q_net), outputs, (share * (-1.0 / n)).unsqueeze(-1), weights=False, input_grad=True
-        )
+        grad_input = mlp_backward(q_net, outputs, (share * (-1.0 / n)).unsqueeze(-1), weights=False, input_grad=True)
         grad_action += grad_input[:, -sample.action.shape[1] :]
     actor_backward(actor, sample, grad_action, (alpha / n).expand(n))
     adam_step(sac.actor_opt)
