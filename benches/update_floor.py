@@ -6,6 +6,8 @@ update, and `backward="autograd"`, the reference), against its matmul floor: eve
 launched (mm, addmm, bmm, baddbmm, forward and backward, recorded by a dispatch mode during one step)
 replayed alone on tensors of the same shapes and strides. The floor bounds what any rewrite of the
 update could gain at the same hyperparameters on one thread; the overhead share is 1 - floor / update.
+The floor's arithmetic rate (2 m k n flops per m x k by k x n product) says how close its matmuls run
+to the core's peak.
 Then one acting step (the behaviour policy's batch-1 forward, the env step, the replay-buffer write)
 and each of its parts, in microseconds, as the reference (`acting="torch"`) and the fast path
 (`acting="fast"`, fast_acting.py) take it.
@@ -30,6 +32,7 @@ from trainer_throughput import build
 from thrust_app.fast_mlp import adam_step
 
 MATMULS = {torch.ops.aten.mm, torch.ops.aten.addmm, torch.ops.aten.bmm, torch.ops.aten.baddbmm}
+ADDING = {torch.ops.aten.addmm, torch.ops.aten.baddbmm}  # input + left @ right
 
 
 def best_ms(fn, calls: int, rounds: int) -> float:
@@ -58,6 +61,7 @@ class MatmulRecorder(TorchDispatchMode):
     def __init__(self) -> None:
         super().__init__()
         self.calls: list[Callable[[], object]] = []
+        self.flops = 0
         self.other_ops = 0
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
@@ -65,6 +69,8 @@ class MatmulRecorder(TorchDispatchMode):
         if func.overloadpacket in MATMULS:
             replay_args, replay_kwargs = [stand_in(a) for a in args], {k: stand_in(v) for k, v in kwargs.items()}
             self.calls.append(lambda: func(*replay_args, **replay_kwargs))
+            left, right = args[1:3] if func.overloadpacket in ADDING else args[:2]  # addmm's input comes first
+            self.flops += 2 * left.numel() * right.shape[-1]  # 2 (batch) m k n
         elif "adam" not in func.__name__:
             self.other_ops += 1
         return func(*args, **kwargs)
@@ -112,7 +118,8 @@ def main() -> None:
             print(
                 f"{algo} backward={backward}: update {update:.2f} ms = {len(recorder.calls)} matmuls {floor:.2f} ms + "
                 f"Adam steps {adam:.2f} ms + {recorder.other_ops} other ops {rest:.2f} ms "
-                f"({rest / recorder.other_ops * 1e3:.1f} us each); overhead {1 - floor / update:.0%} (goal <= 25%)"
+                f"({rest / recorder.other_ops * 1e3:.1f} us each); overhead {1 - floor / update:.0%} (goal <= 25%); "
+                f"the matmuls at {recorder.flops / floor / 1e6:.0f} GFLOP/s"
             )
         agent.apply_schedules(0.0)  # DQN's epsilon at its final value: most steps act greedily, through the net
         print(f"{algo}: acting step, acting=torch (goal <= 60 us): " + acting_step(agent, env, io, obs, args.rounds))

@@ -4,8 +4,8 @@ The reference is `dqn_loss(...)` then `loss.backward()` (algos/dqn.py). Here the
 computed without autograd: the target y = r + gamma (1 - terminated) Q'(s', a') under no_grad, with the
 online net's forward on s and s' as one batch (double DQN picks a' with the online net), dL/dQ(s, a) of
 the TD loss written out, and the chain rule through the Q-net's layers (fast_mlp.py). On the zoo's
-64-sample batches of a 256x256 net autograd's bookkeeping costs a third of the matmuls' time; this path
-launches about half the ops. tests/test_fast_dqn.py holds it equal to the reference.
+64-sample batches of a 256x256 net autograd's bookkeeping costs as much as the matmuls; this path
+launches two thirds of its ops and takes three quarters of its time (benches/update_floor.py). tests/test_fast_dqn.py holds it equal to the reference.
 """
 
 from __future__ import annotations
