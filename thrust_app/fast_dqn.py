@@ -5,7 +5,8 @@ computed without autograd: the target y = r + gamma (1 - terminated) Q'(s', a') 
 online net's forward on s and s' as one batch (double DQN picks a' with the online net), dL/dQ(s, a) of
 the TD loss written out, and the chain rule through the Q-net's layers (fast_mlp.py). On the zoo's
 64-sample batches of a 256x256 net autograd's bookkeeping costs as much as the matmuls; this path
-launches two thirds of its ops and takes three quarters of its time (benches/update_floor.py). tests/test_fast_dqn.py holds it equal to the reference.
+launches two thirds of its ops and takes three quarters of its time (benches/update_floor.py).
+tests/test_fast_dqn.py holds it equal to the reference.
 """
 
 from __future__ import annotations
