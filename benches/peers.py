@@ -126,6 +126,7 @@ def run_sb3(algo: str, seed: int, budget: int, stop: bool, eval_every: int = EVA
     import stable_baselines3 as sb3
     from stable_baselines3.common.callbacks import BaseCallback
     from stable_baselines3.common.env_util import make_vec_env
+    from stable_baselines3.common.logger import Logger
 
     _, gym_env, threshold, _, kwargs, n_envs = PAIRS[algo]
 
@@ -154,6 +155,7 @@ def run_sb3(algo: str, seed: int, budget: int, stop: bool, eval_every: int = EVA
 
     env = make_vec_env(gym_env, n_envs=n_envs, seed=seed)
     model = getattr(sb3, algo.upper())("MlpPolicy", env, seed=seed, device="cpu", verbose=0, **kwargs)
+    model.set_logger(Logger(None, []))  # SB3's default logger makes a /tmp/SB3-<time> folder on every learn()
     callback = SolveCallback()
     start = time.perf_counter()
     model.learn(total_timesteps=budget, callback=callback)

@@ -37,6 +37,16 @@ def test_cli_trains_resumes_and_evaluates(tmp_path, capsys):
     assert "dqn needs a Discrete action space" in capsys.readouterr().err
 
 
+def test_a_solved_run_reports_its_training_time_apart_from_evaluations(tmp_path, capsys):
+    """A run that stops when solved says both clocks: the README's solve times are training seconds."""
+    argv = ["train", "ppo", "bandit", "--timesteps", "8192", "--stop-at-return", "0.9", "--eval-every", "512"]
+    assert thrust_main([*argv, "--run-dir", str(tmp_path / "run"), "--quiet", "--seed", "0"]) == 0
+    out = capsys.readouterr().out
+    summary = json.loads((tmp_path / "run" / "summary.json").read_text())
+    assert summary["status"] == "solved", out
+    assert f"{summary['solved_at_train_s']:.1f} s of it training, evaluations apart" in out
+
+
 BANDIT_BUNDLE = Path(__file__).resolve().parents[1] / "export" / "bandit-ppo"
 
 

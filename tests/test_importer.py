@@ -18,6 +18,7 @@ from thrust_app.importer import observation_samples
 
 sb3 = pytest.importorskip("stable_baselines3", reason="make test installs stable-baselines3 (the test extra)")
 from stable_baselines3.common.env_util import make_vec_env  # noqa: E402
+from stable_baselines3.common.logger import Logger  # noqa: E402
 from stable_baselines3.common.vec_env import VecNormalize  # noqa: E402
 
 
@@ -31,21 +32,26 @@ def bundle_actions(bundle_dir: Path, obs: np.ndarray) -> np.ndarray:
     return np.concatenate([runner.run(obs[i : i + 1])["action"] for i in range(len(obs))])
 
 
+def learned(model, steps: int):
+    """`model.learn(steps)` without SB3's default logger, which makes a /tmp/SB3-<time> folder per call."""
+    model.set_logger(Logger(None, []))
+    return model.learn(steps)
+
+
 @pytest.fixture(scope="module")
 def models(tmp_path_factory) -> dict[str, Path]:
     """Small real SB3 models: PPO and DQN on CartPole, SAC (with VecNormalize), TD3 and a ReLU PPO on Pendulum."""
     folder = tmp_path_factory.mktemp("sb3")
-    sb3.PPO("MlpPolicy", "CartPole-v1", n_steps=256, batch_size=64, seed=0, verbose=0).learn(2048).save(folder / "ppo")
-    sb3.DQN("MlpPolicy", "CartPole-v1", learning_starts=500, seed=0, verbose=0).learn(1500).save(folder / "dqn")
-    sb3.A2C("MlpPolicy", "CartPole-v1", seed=0, verbose=0).learn(1000).save(folder / "a2c")
+    learned(sb3.PPO("MlpPolicy", "CartPole-v1", n_steps=256, batch_size=64, seed=0, verbose=0), 2048).save(folder / "ppo")
+    learned(sb3.DQN("MlpPolicy", "CartPole-v1", learning_starts=500, seed=0, verbose=0), 1500).save(folder / "dqn")
+    learned(sb3.A2C("MlpPolicy", "CartPole-v1", seed=0, verbose=0), 1000).save(folder / "a2c")
     kwargs = dict(net_arch=dict(pi=[32, 32], vf=[64]), activation_fn=__import__("torch").nn.ReLU)
-    sb3.PPO("MlpPolicy", "Pendulum-v1", n_steps=256, seed=0, verbose=0, policy_kwargs=kwargs).learn(512).save(
-        folder / "ppo_box"
-    )
-    sb3.TD3("MlpPolicy", "Pendulum-v1", learning_starts=100, seed=0, verbose=0).learn(300).save(folder / "td3")
+    ppo_box = sb3.PPO("MlpPolicy", "Pendulum-v1", n_steps=256, seed=0, verbose=0, policy_kwargs=kwargs)
+    learned(ppo_box, 512).save(folder / "ppo_box")
+    learned(sb3.TD3("MlpPolicy", "Pendulum-v1", learning_starts=100, seed=0, verbose=0), 300).save(folder / "td3")
     venv = VecNormalize(make_vec_env("Pendulum-v1", n_envs=1, seed=0), norm_reward=True, clip_obs=5.0)
     model = sb3.SAC("MlpPolicy", venv, learning_starts=100, seed=0, verbose=0, policy_kwargs=dict(net_arch=[64, 64]))
-    model.learn(400)
+    learned(model, 400)
     model.save(folder / "sac")
     venv.save(folder / "vec_normalize.pkl")
     return {name: folder / f"{name}.zip" for name in ("ppo", "a2c", "dqn", "ppo_box", "td3", "sac")} | {

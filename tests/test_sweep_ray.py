@@ -90,6 +90,7 @@ def test_an_asha_sweep_on_a_local_ray_prunes_and_reaches_only_loopback(tmp_path)
         assert summary["status"] == ("finished" if entry["state"] == "complete" else "stopped")
         assert (summary["timesteps"] < 8192) == (entry["state"] == "pruned")
     assert "best trial" in result.stdout
+    assert not (folder / "scratch").exists()  # the trials' temporary checkpoint folders end with the sweep
     lines = trace.read_text().splitlines()
     destinations = {match.group(1) for line in lines if (match := CONNECT.search(line))}
     assert destinations and all(is_loopback(address) for address in destinations), destinations
@@ -259,6 +260,8 @@ def test_a_killed_trial_retries_from_its_checkpoint_and_a_killed_driver_resumes(
         steps = [json.loads(line)["step"] for line in (run / "metrics.jsonl").read_text().splitlines()]
         assert steps == sorted(steps)  # a restart continued the records where its checkpoint was
     assert ledger(folder)["0"]["failures"] >= 1
+    # the killed worker's temporary checkpoint folders (inside the sweep folder) are gone with the sweep
+    assert not (folder / "scratch").exists()
 
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason="this machine has a GPU: the refusal is for machines without one")

@@ -82,11 +82,12 @@ def _cmd_train(args: argparse.Namespace) -> int:
 
 
 def _print_summary(summary: dict) -> None:
-    solved = (
-        f"solved at step {summary['solved_at_step']:,} ({summary['solved_at_s']:.1f} s)"
-        if summary.get("solved_at_step") is not None
-        else "not solved"
-    )
+    solved = "not solved"
+    if summary.get("solved_at_step") is not None:
+        solved = f"solved at step {summary['solved_at_step']:,} ({summary['solved_at_s']:.1f} s"
+        if summary.get("solved_at_train_s") is not None:  # absent in runs resumed from older checkpoints
+            solved += f", {summary['solved_at_train_s']:.1f} s of it training, evaluations apart"
+        solved += ")"
     ev = summary.get("eval_mean")
     ev_text = f"eval {ev:.3f} +- {summary['eval_std']:.3f}" if ev is not None else "no eval"
     print(

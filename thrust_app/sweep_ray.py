@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import shutil
 import statistics
 import tempfile
 from collections.abc import Callable, Iterator
@@ -39,6 +40,7 @@ from .trainer import ResumeFrom, Trainer
 
 RAY_FOLDER = "ray"  #: Tune's storage path inside the sweep folder
 NAMES_FILE = "trial-names.json"  #: Tune's trial ids -> Thrust's trial numbers
+SCRATCH = "scratch"  #: trials' temporary checkpoint folders inside the sweep folder, removed when the sweep ends
 #: Tune's knobs Thrust sets for the driver (and a local Ray's workers, which inherit them).
 TUNE_SETTINGS = {
     # A worker reused for the next trial waits this long for the stopped trial's run to end (it ends
@@ -114,8 +116,10 @@ def train_trial(params: dict[str, Any], folder: str, sweep: dict[str, Any]) -> N
     root = Path(folder)
     number = trial_number(tune.get_context().get_trial_name())
     node = ray.get_runtime_context().get_node_id()
-    reporter = TrialReporter(spec, number, params, node)
-    with tempfile.TemporaryDirectory(prefix="thrust-restart-") as scratch:
+    scratch_root = root / SCRATCH
+    scratch_root.mkdir(exist_ok=True)
+    reporter = TrialReporter(spec, number, params, node, scratch_root)
+    with tempfile.TemporaryDirectory(prefix="restart-", dir=scratch_root) as scratch:
         start = restart_point(tune.get_checkpoint(), Path(scratch), root, spec, number, params)
         scores = []
         for index in range(spec.seeds):
@@ -133,8 +137,9 @@ class TrialReporter:
     """Reports each new evaluation of a trial's first seed to Tune, with a checkpoint; when Tune stops the
     trial during a report (its scheduler's decision) the run is asked to stop, checkpoint kept."""
 
-    def __init__(self, spec: SweepSpec, number: int, params: dict[str, Any], node: str) -> None:
+    def __init__(self, spec: SweepSpec, number: int, params: dict[str, Any], node: str, scratch_root: Path) -> None:
         self.spec = spec
+        self.scratch_root = scratch_root
         self.meta = {"trial": number, "params": params}
         self.node = node
         self.stopped = False
@@ -167,7 +172,7 @@ class TrialReporter:
             "eval_mean": trainer.logger.last_eval.mean,
             "node": self.node,
         }
-        with tempfile.TemporaryDirectory(prefix="thrust-report-") as folder:
+        with tempfile.TemporaryDirectory(prefix="report-", dir=self.scratch_root) as folder:
             trainer.checkpoint(Path(folder) / "last.pt")
             atomic_write_json(Path(folder) / TRIAL_FILE, {**self.meta, "step": trainer.step})
             try:
@@ -308,6 +313,8 @@ def run_ray_sweep(
                 ),
             )
         tuner.fit()
+    # what trials killed mid-checkpoint left behind (a stopped process runs no cleanup)
+    shutil.rmtree(folder / SCRATCH, ignore_errors=True)
     interrupted = Ledger(folder, log).close_interrupted()
     if interrupted:
         log(f"thrust: {interrupted} trial(s) interrupted; continue with `thrust sweep --resume {folder}`")
