@@ -24,6 +24,7 @@ import venv
 from pathlib import Path
 from tempfile import TemporaryDirectory
 
+from harness import stop_if_signalled
 from validation import SETTINGS
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -118,17 +119,19 @@ def run_thrust(algo: str, seed: int, budget: int) -> dict:
 
     with TemporaryDirectory() as tmp:
         run_dir = Path(tmp) / "run"
-        summary = train(
-            algo,
-            "thrust/CartPole-v0",
-            timesteps=budget,
-            seed=seed,
-            device="cpu",
-            run_dir=run_dir,
-            overrides=THRUST_SETTINGS[algo][1],
-            eval_every=budget,
-            progress=False,
-            log=lambda _: None,
+        summary = stop_if_signalled(
+            train(
+                algo,
+                "thrust/CartPole-v0",
+                timesteps=budget,
+                seed=seed,
+                device="cpu",
+                run_dir=run_dir,
+                overrides=THRUST_SETTINGS[algo][1],
+                eval_every=budget,
+                progress=False,
+                log=lambda _: None,
+            )
         )
         returns = [ret for r in read_jsonl(run_dir / "metrics.jsonl") if r["kind"] == "train" for ret in r["episode_returns"]]
     return {"steps": summary["timesteps"], "sps": summary["sps"], "train_return_last20": statistics.fmean(returns[-20:])}

@@ -26,6 +26,7 @@ from thrust_app.presets import get_preset
 from thrust_app.trainer import train
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from harness import stop_if_signalled
 from peers import run_sb3
 
 THRESHOLD = 475.0
@@ -35,17 +36,19 @@ EVAL_EVERY = 1024
 def thrust_solve(seed: int, preset: str, overrides: dict | None = None) -> tuple[float | None, int | None]:
     """(training seconds, env steps) at the first evaluation >= 475, or (None, None)."""
     with tempfile.TemporaryDirectory() as folder:
-        summary = train(
-            "ppo",
-            "cartpole",
-            seed=seed,
-            device="cpu",
-            preset=preset,
-            overrides=overrides,
-            stop_at_return=THRESHOLD,
-            run_dir=Path(folder) / "run",
-            progress=False,
-            log=lambda _: None,
+        summary = stop_if_signalled(
+            train(
+                "ppo",
+                "cartpole",
+                seed=seed,
+                device="cpu",
+                preset=preset,
+                overrides=overrides,
+                stop_at_return=THRESHOLD,
+                run_dir=Path(folder) / "run",
+                progress=False,
+                log=lambda _: None,
+            )
         )
     return summary["solved_at_train_s"], summary["solved_at_step"]
 

@@ -99,3 +99,12 @@ def available_devices(requested: str) -> list[str]:
             continue
         devices.append(name)
     return devices
+
+
+def stop_if_signalled(summary: dict) -> dict:
+    """A Thrust run's summary, or the bench's end if a signal stopped that run. The trainer turns Ctrl-C
+    and SIGTERM into a graceful stop of the run (checkpoint kept), after which a bench would go on to its
+    next run; stopping the run this way stops the bench."""
+    if summary["status"] in ("interrupted", "terminated"):
+        raise SystemExit(f"the run was {summary['status']} at step {summary['timesteps']:,}: the bench stops")
+    return summary

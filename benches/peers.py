@@ -30,6 +30,7 @@ from pathlib import Path
 from tempfile import TemporaryDirectory
 
 import torch
+from harness import stop_if_signalled
 
 from thrust_app.evaluation import evaluate
 from thrust_app.trainer import EVAL_SEED_OFFSET, train
@@ -96,20 +97,22 @@ def run_thrust(algo: str, seed: int, budget: int, stop: bool) -> dict:
     evals: list[tuple[int, float]] = []
     on_record = lambda r: evals.append((r["step"], r["train_s"])) if r["kind"] == "eval" else None  # noqa: E731
     with TemporaryDirectory() as tmp:
-        s = train(
-            algo,
-            env,
-            timesteps=budget,
-            seed=seed,
-            device="cpu",
-            run_dir=Path(tmp) / "run",
-            overrides=THRUST_OVERRIDES.get(algo),
-            eval_every=EVAL_EVERY,
-            eval_episodes=EVAL_EPISODES,
-            stop_at_return=threshold if stop else None,
-            progress=False,
-            log=lambda _: None,
-            on_record=on_record,
+        s = stop_if_signalled(
+            train(
+                algo,
+                env,
+                timesteps=budget,
+                seed=seed,
+                device="cpu",
+                run_dir=Path(tmp) / "run",
+                overrides=THRUST_OVERRIDES.get(algo),
+                eval_every=EVAL_EVERY,
+                eval_episodes=EVAL_EPISODES,
+                stop_at_return=threshold if stop else None,
+                progress=False,
+                log=lambda _: None,
+                on_record=on_record,
+            )
         )
     solved = s["status"] == "solved"
     return {

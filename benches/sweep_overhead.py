@@ -17,6 +17,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from harness import stop_if_signalled
+
 from thrust_app.sweep import sweep
 from thrust_app.trainer import train
 
@@ -44,18 +46,20 @@ def main() -> None:
         root = Path(folder)
         started = time.perf_counter()
         for index in range(args.trials):
-            train(
-                "ppo",
-                "cartpole",
-                timesteps=args.timesteps,
-                seed=index,
-                device="cpu",
-                run_dir=root / f"serial-{index}",
-                eval_every=args.timesteps,
-                eval_episodes=5,
-                progress=False,
-                log=lambda _: None,
-                overrides={"n_steps": 32, "learning_rate": LEARNING_RATES[index % len(LEARNING_RATES)]},
+            stop_if_signalled(
+                train(
+                    "ppo",
+                    "cartpole",
+                    timesteps=args.timesteps,
+                    seed=index,
+                    device="cpu",
+                    run_dir=root / f"serial-{index}",
+                    eval_every=args.timesteps,
+                    eval_episodes=5,
+                    progress=False,
+                    log=lambda _: None,
+                    overrides={"n_steps": 32, "learning_rate": LEARNING_RATES[index % len(LEARNING_RATES)]},
+                )
             )
         serial = time.perf_counter() - started
         walls = {}

@@ -213,6 +213,7 @@ def job_overrides(algo: str, env: str, source: str) -> dict:
 
 def run_one(job: tuple[str, str, str, int]) -> dict:
     import torch
+    from harness import stop_if_signalled
 
     from thrust_app.algos.base import deterministic_action
     from thrust_app.envs import resolve_env_id
@@ -225,18 +226,20 @@ def run_one(job: tuple[str, str, str, int]) -> dict:
     target = TARGETS[(algo, env)]
     with tempfile.TemporaryDirectory() as tmp:
         run_dir = Path(tmp) / "run"
-        summary = train(
-            algo,
-            env,
-            timesteps=get_preset(algo, resolve_env_id(env)).timesteps,
-            seed=seed,
-            device="cpu",
-            run_dir=run_dir,
-            overrides=job_overrides(algo, env, source),
-            eval_every=500 if env == "bandit" else 5000,
-            eval_episodes=10,
-            progress=False,
-            log=lambda _: None,
+        summary = stop_if_signalled(
+            train(
+                algo,
+                env,
+                timesteps=get_preset(algo, resolve_env_id(env)).timesteps,
+                seed=seed,
+                device="cpu",
+                run_dir=run_dir,
+                overrides=job_overrides(algo, env, source),
+                eval_every=500 if env == "bandit" else 5000,
+                eval_episodes=10,
+                progress=False,
+                log=lambda _: None,
+            )
         )
         records = read_jsonl(run_dir / "metrics.jsonl")
         final_episodes = 1000 if env == "bandit" else 50
