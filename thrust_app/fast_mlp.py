@@ -4,8 +4,8 @@ them), and Adam's step on one flat parameter: the pieces the written-out updates
 
 A forward keeps every layer's output; the backward walks them in reverse and writes each layer's
 gradient into its `.grad` (a view into the net's flat gradient buffer, flat_params.py) with `out=`.
-Both read the layers through a `LinearStack`, gathered once per module: on the zoo's DQN a pass that
-looks each weight, bias and gradient up through the module costs about a tenth of the update.
+Both read the layers through a `LinearStack`, gathered once per module: looking each weight, bias and
+gradient up through the module on every pass cost 5% of the zoo DQN's update and 8% of SAC's.
 """
 
 from __future__ import annotations
