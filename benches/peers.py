@@ -10,7 +10,9 @@ the median of the per-seed Thrust/SB3 ratios.
 
 Runs that stop when solved have different lengths, and a run's speed changes along the way (DQN
 and SAC act at random before `learning_starts`, with no updates), so each seed's steps/s are taken
-over the same stretch on both sides: up to the last evaluation both runs reached.
+over the same stretch on both sides: up to the last evaluation both runs reached. Before the timed
+pairs each library runs each algorithm once, untimed, on the quick budget, so that no pair pays the
+process's first-run costs (lazy imports, first calls of each kernel).
 
     python benches/peers.py [--seeds 5] [--quick] [--json PATH] [--only ppo,dqn]
     python benches/peers.py --peer cleanrl [--seeds 5]     # CleanRL's ppo.py / dqn.py, see cleanrl_peer.py
@@ -207,6 +209,10 @@ def main() -> None:
         return
     seeds = 1 if args.quick else args.seeds
     algos = args.only.split(",")
+    if not args.quick:  # each library runs each algorithm once, untimed: no pair pays the process's first-run costs
+        for algo in algos:
+            for fn in (run_thrust, run_sb3):
+                fn(algo, seeds, QUICK_BUDGET[algo], stop=False)
     runs: list[dict] = []
     for seed in range(seeds):
         for algo in algos:  # alternate: Thrust, SB3, Thrust, SB3, ...
