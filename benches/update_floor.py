@@ -4,7 +4,8 @@ Times one gradient step of the zoo presets (DQN: 64 samples, 256x256 Q-net; SAC:
 256x256 actor and critics), each way the algorithm can compute it (`backward="fast"`, the written-out
 update, and `backward="autograd"`, the reference), against its matmul floor: every matmul the step
 launched (mm, addmm, bmm, baddbmm, forward and backward, recorded by a dispatch mode during one step)
-replayed alone on tensors of the same shapes and strides. The floor bounds what any rewrite of the
+replayed alone on tensors of the same shapes and strides, and the products the written-out update hands
+to numpy (fast_mlp.matmul), replayed in numpy and, for comparison, in torch. The floor bounds what any rewrite of the
 update could gain at the same hyperparameters on one thread; the overhead share is 1 - floor / update.
 The floor's arithmetic rate (2 m k n flops per m x k by k x n product) says how close its matmuls run
 to the core's peak.
@@ -23,12 +24,15 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+import numpy as np
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from trainer_throughput import build
 
+import thrust_app.fast_mlp as fast_mlp
+from thrust_app.device import resolve_device
 from thrust_app.fast_mlp import adam_step
 
 MATMULS = {torch.ops.aten.mm, torch.ops.aten.addmm, torch.ops.aten.bmm, torch.ops.aten.baddbmm}
@@ -54,15 +58,49 @@ def stand_in(value: object) -> object:
     return value
 
 
+def numpy_stand_in(array: np.ndarray) -> np.ndarray:
+    """An array of the same shape, dtype and memory order with fresh values."""
+    order = "F" if array.flags.f_contiguous and not array.flags.c_contiguous else "C"
+    return np.asarray(np.random.standard_normal(array.shape), dtype=array.dtype, order=order)
+
+
 class MatmulRecorder(TorchDispatchMode):
     """Records every matmul dispatched while active (autograd's backward ones included) as a call that
-    replays it on stand-in tensors, and counts the other ops (optimizer kernels apart)."""
+    replays it on stand-in tensors, and the products fast_mlp.matmul hands to numpy as numpy calls on
+    stand-in arrays; counts the other ops (optimizer kernels apart)."""
 
     def __init__(self) -> None:
         super().__init__()
         self.calls: list[Callable[[], object]] = []
+        self.numpy_operands: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
         self.flops = 0
         self.other_ops = 0
+
+    def __enter__(self):
+        self.numpy_matmul = fast_mlp.numpy_matmul
+        fast_mlp.numpy_matmul = self.record_numpy
+        return super().__enter__()
+
+    def __exit__(self, *exc):
+        fast_mlp.numpy_matmul = self.numpy_matmul
+        return super().__exit__(*exc)
+
+    def record_numpy(self, left: np.ndarray, right: np.ndarray, out: np.ndarray) -> None:
+        operands = (numpy_stand_in(left), numpy_stand_in(right), numpy_stand_in(out))
+        self.numpy_operands.append(operands)
+        self.calls.append(lambda: np.matmul(operands[0], operands[1], out=operands[2]))
+        self.flops += 2 * left.size * right.shape[1]
+        self.numpy_matmul(left, right, out)
+
+    def numpy_products(self) -> Callable[[], None]:
+        """The products handed to numpy, replayed."""
+        operands = self.numpy_operands
+        return lambda: [np.matmul(left, right, out=out) for left, right, out in operands]
+
+    def numpy_products_in_torch(self) -> Callable[[], None]:
+        """The products handed to numpy, as torch.mm would compute them on the same memory."""
+        tensors = [tuple(torch.from_numpy(array) for array in operands) for operands in self.numpy_operands]
+        return lambda: [torch.mm(left, right, out=out) for left, right, out in tensors]
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
@@ -103,7 +141,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=5)
     args = parser.parse_args()
-    torch.set_num_threads(1)
+    resolve_device("cpu", torch_threads=1)  # one torch thread, one BLAS thread for numpy
     for algo in ("dqn", "sac"):
         calls = 100 if algo == "dqn" else 20
         for backward in ("fast", "autograd"):
@@ -121,6 +159,13 @@ def main() -> None:
                 f"({rest / recorder.other_ops * 1e3:.1f} us each); overhead {1 - floor / update:.0%} (goal <= 25%); "
                 f"the matmuls at {recorder.flops / floor / 1e6:.0f} GFLOP/s"
             )
+            if recorder.numpy_operands:
+                numpy_ms = best_ms(recorder.numpy_products(), calls, args.rounds)
+                in_torch = best_ms(recorder.numpy_products_in_torch(), calls, args.rounds)
+                print(
+                    f"  of the matmuls, {len(recorder.numpy_operands)} with a narrow right operand ran in numpy: "
+                    f"{numpy_ms * 1e3:.0f} us, where torch.mm takes {in_torch * 1e3:.0f} us (fast_mlp.matmul)"
+                )
         agent.apply_schedules(0.0)  # DQN's epsilon at its final value: most steps act greedily, through the net
         print(f"{algo}: acting step, acting=torch (goal <= 60 us): " + acting_step(agent, env, io, obs, args.rounds))
         print(f"{algo}: acting step, acting=fast (goal <= 60 us): " + fast_acting_step(agent, env, obs, args.rounds))

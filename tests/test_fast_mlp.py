@@ -1,12 +1,12 @@
-"""The shared pieces of the written-out updates: an MLP's backward equals autograd's, and the direct
-Adam step equals `optimizer.step()` bit for bit."""
+"""The shared pieces of the written-out updates: an MLP's backward equals autograd's, a product handed to
+numpy equals torch's, and the direct Adam step equals `optimizer.step()` bit for bit."""
 
 from __future__ import annotations
 
 import pytest
 import torch
 
-from thrust_app.fast_mlp import adam_step, linear_layers, mlp_backward, mlp_forward
+from thrust_app.fast_mlp import adam_step, linear_layers, matmul, mlp_backward, mlp_forward, numpy_computes
 from thrust_app.nets import QNetwork
 
 
@@ -27,6 +27,23 @@ def test_mlp_backward_equals_autograd(activation):
     got = [p.grad for layer in layers for p in layer.parameters()]
     for got_grad, want_grad in zip(got, want, strict=True):
         torch.testing.assert_close(got_grad, want_grad)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_narrow_products_go_through_numpy_and_equal_torchs(dtype):
+    """A row-major right operand of 2-8 columns (a first layer's input, a weight with 4 inputs) is numpy's;
+    the result is torch's product, returned or written into `out`, also for a transposed left operand."""
+    torch.manual_seed(0)
+    grad, x, weight = (torch.randn(shape, dtype=dtype) for shape in ((64, 256), (64, 4), (256, 4)))
+    assert numpy_computes(grad.t(), x) and numpy_computes(grad, weight)
+    out = torch.full((256, 4), float("nan"), dtype=dtype)
+    assert matmul(grad.t(), x, out=out) is out
+    torch.testing.assert_close(out, grad.t() @ x)
+    torch.testing.assert_close(matmul(grad, weight), grad @ weight)
+    # one column (a matrix-vector product), a column-major operand (a transposed weight) or a wide one: torch's
+    for right in (weight[:, :1], torch.randn(4, 256, dtype=dtype).t(), torch.randn(256, 16, dtype=dtype)):
+        assert not numpy_computes(grad, right)
+        torch.testing.assert_close(matmul(grad, right), grad @ right)
 
 
 def test_the_passes_follow_a_net_whose_parameters_were_gathered_again():

@@ -26,7 +26,7 @@ from typing import Any
 
 import torch
 
-from .fast_mlp import activation_backward
+from .fast_mlp import activation_backward, matmul
 from .nets import ActorCritic, TwinTowers
 
 #: An update's loss as a function of the per-sample (log_prob, entropy, value) -> (loss, logs to report).
@@ -83,7 +83,7 @@ def towers_backward(towers: TwinTowers, outputs: list[torch.Tensor], grad: torch
         grad = torch.bmm(grad, weight.transpose(1, 2))
     grad = grad.transpose(0, 1).reshape(outputs[1].shape)  # back to the input layer's side-by-side layout
     grad = activation_backward(grad, outputs[1], activation)
-    torch.mm(grad.T, outputs[0], out=towers.input_layer.weight.grad)
+    matmul(grad.T, outputs[0], out=towers.input_layer.weight.grad)
     torch.sum(grad, 0, out=towers.input_layer.bias.grad)
 
 

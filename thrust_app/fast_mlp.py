@@ -6,6 +6,11 @@ A forward keeps every layer's output; the backward walks them in reverse and wri
 gradient into its `.grad` (a view into the net's flat gradient buffer, flat_params.py) with `out=`.
 Both read the layers through a `LinearStack`, gathered once per module: looking each weight, bias and
 gradient up through the module on every pass cost 5% of the zoo DQN's update and 8% of SAC's.
+
+`matmul` hands one kind of product to numpy's BLAS: on CPU, MKL (which torch calls) takes a slow path
+when the right operand is row-major with 2 to 8 columns. In these updates that is the first layer's
+weight gradient dL/dz^T x of a net with a few inputs (CartPole's 4, Pendulum's 3) and, in SAC, the
+gradient through each critic's first layer to (obs, action).
 """
 
 from __future__ import annotations
@@ -13,8 +18,46 @@ from __future__ import annotations
 import weakref
 from collections.abc import Sequence
 
+import numpy as np
 import torch
 from torch import nn
+
+#: A CPU product whose right operand is row-major with at most this many columns (and at least 2) is
+#: computed by numpy's BLAS: MKL takes 75 us for 256x256 by 256x4 on this AMD CPU, numpy 6-8 us with
+#: the tensor-to-array views (`python benches/update_floor.py` prints both for an update's products).
+#: With one column both use a matrix-vector kernel; a column-major right operand (a transposed weight,
+#: as every forward passes it) takes MKL's fast path.
+NARROW_COLUMNS = 8
+_NUMPY_DTYPES = (torch.float32, torch.float64)
+
+
+def numpy_computes(left: torch.Tensor, right: torch.Tensor) -> bool:
+    """Whether `matmul(left, right)` goes through numpy: a CPU product whose right operand is row-major
+    with 2 to NARROW_COLUMNS columns."""
+    return (
+        right.device.type == "cpu"
+        and 2 <= right.shape[1] <= NARROW_COLUMNS
+        and right.stride(1) == 1
+        and right.dtype in _NUMPY_DTYPES
+        and left.dtype == right.dtype
+    )
+
+
+def matmul(left: torch.Tensor, right: torch.Tensor, out: torch.Tensor | None = None) -> torch.Tensor:
+    """left @ right of two matrices (into `out` when given), by numpy's BLAS on the tensors' own memory
+    where `numpy_computes` says so, else by torch."""
+    if numpy_computes(left, right):
+        if out is None:
+            out = left.new_empty((left.shape[0], right.shape[1]))
+        numpy_matmul(left.numpy(), right.numpy(), out.numpy())
+        return out
+    return torch.mm(left, right) if out is None else torch.mm(left, right, out=out)
+
+
+def numpy_matmul(left: np.ndarray, right: np.ndarray, out: np.ndarray) -> None:
+    """numpy's product into `out`: the one call `matmul` makes to numpy, which benches/update_floor.py
+    records to count these products in an update's matmul floor."""
+    np.matmul(left, right, out=out)
 
 
 def activation_backward(grad: torch.Tensor, out: torch.Tensor, activation: str) -> torch.Tensor:
@@ -31,8 +74,9 @@ def linear_layers(module: nn.Module) -> list[nn.Linear]:
 
 class LinearStack:
     """A module's nn.Linear layers, in forward order, as the written-out passes read them: per layer the
-    weight, its transpose, the bias and the two gradient views. Gathered again when the module's
-    parameters were re-gathered (FlatParameters moved or copied: every `.grad` is then a new view)."""
+    weight (detached, so that numpy may read it), its transpose, the bias and the two gradient views.
+    Gathered again when the module's parameters were re-gathered (FlatParameters moved or copied: every
+    `.grad` is then a new view)."""
 
     def __init__(self, module: nn.Module) -> None:
         self.layers = linear_layers(module)
@@ -41,7 +85,7 @@ class LinearStack:
     @torch.no_grad()
     def gather(self) -> None:
         self.tensors = [
-            (layer.weight, layer.weight.t(), layer.bias, layer.weight.grad, layer.bias.grad) for layer in self.layers
+            (layer.weight.detach(), layer.weight.t(), layer.bias, layer.weight.grad, layer.bias.grad) for layer in self.layers
         ]
 
     def current(self) -> list[tuple[torch.Tensor, ...]]:
@@ -98,10 +142,10 @@ def mlp_backward(
         if index < len(tensors) - 1 or last_activation:
             grad = activation_backward(grad, outputs[index + 1], activation)
         if weights:
-            torch.mm(grad.t(), outputs[index], out=weight_grad)
+            matmul(grad.t(), outputs[index], out=weight_grad)
             torch.sum(grad, 0, out=bias_grad)
         if index > 0 or input_grad:
-            grad = grad @ weight
+            grad = matmul(grad, weight)
     return grad if input_grad else None
 
 
