@@ -174,8 +174,10 @@ class OffPolicyAlgorithm(Algorithm):
         obs_array = obs.numpy()
         # the first steps act at random while fewer than learning_starts env steps are collected, as in `act`
         random_steps = min(config.train_freq, max(0, -(-(config.learning_starts - self.num_timesteps) // n)))
-        uniform_actions = self.random_actions(random_steps * n).numpy()
-        uniform_actions = uniform_actions.reshape(random_steps, n, *uniform_actions.shape[1:])
+        uniform_actions = None  # drawn only while some steps act at random: an empty draw still costs ~30 us
+        if random_steps:
+            uniform_actions = self.random_actions(random_steps * n).numpy()
+            uniform_actions = uniform_actions.reshape(random_steps, n, *uniform_actions.shape[1:])
         draws = self.exploration_draws(config.train_freq - random_steps, n)
         explorer = self.fast_explorer() if draws else None
         for index in range(config.train_freq):
