@@ -45,7 +45,8 @@ def numpy_computes(left: torch.Tensor, right: torch.Tensor) -> bool:
 
 def matmul(left: torch.Tensor, right: torch.Tensor, out: torch.Tensor | None = None) -> torch.Tensor:
     """left @ right of two matrices (into `out` when given), by numpy's BLAS on the tensors' own memory
-    where `numpy_computes` says so, else by torch."""
+    where `numpy_computes` says so, else by torch. Called under no_grad, as the written-out passes are
+    (numpy reads a parameter only outside autograd)."""
     if numpy_computes(left, right):
         if out is None:
             out = left.new_empty((left.shape[0], right.shape[1]))
@@ -74,9 +75,8 @@ def linear_layers(module: nn.Module) -> list[nn.Linear]:
 
 class LinearStack:
     """A module's nn.Linear layers, in forward order, as the written-out passes read them: per layer the
-    weight (detached, so that numpy may read it), its transpose, the bias and the two gradient views.
-    Gathered again when the module's parameters were re-gathered (FlatParameters moved or copied: every
-    `.grad` is then a new view)."""
+    weight, its transpose, the bias and the two gradient views. Gathered again when the module's
+    parameters were re-gathered (FlatParameters moved or copied: every `.grad` is then a new view)."""
 
     def __init__(self, module: nn.Module) -> None:
         self.layers = linear_layers(module)
@@ -85,7 +85,7 @@ class LinearStack:
     @torch.no_grad()
     def gather(self) -> None:
         self.tensors = [
-            (layer.weight.detach(), layer.weight.t(), layer.bias, layer.weight.grad, layer.bias.grad) for layer in self.layers
+            (layer.weight, layer.weight.t(), layer.bias, layer.weight.grad, layer.bias.grad) for layer in self.layers
         ]
 
     def current(self) -> list[tuple[torch.Tensor, ...]]:
