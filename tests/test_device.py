@@ -5,8 +5,10 @@ from __future__ import annotations
 import pytest
 import torch
 
+from thrust_app.algos import PPO
 from thrust_app.device import DeviceError, resolve_device
-from thrust_app.trainer import train
+from thrust_app.envs.core import Discrete
+from thrust_app.trainer import env_device, load_policy, resume, train
 
 QUIET = {"progress": False, "log": lambda _: None}
 
@@ -20,9 +22,37 @@ def test_cuda_without_a_gpu_is_a_clear_error():
         resolve_device("tpu")
 
 
+def test_a_numpy_env_stays_on_the_host_when_the_learner_is_on_a_gpu():
+    assert env_device("numpy", torch.device("cuda")) == "cpu"  # EnvIO copies its arrays to the learner
+    assert env_device("torch", torch.device("cuda")) == "cuda"  # no host copy per step
+    assert env_device("torch", torch.device("cpu")) == "cpu"
+
+
+def test_a_checkpoint_from_a_gpu_run_loads_on_the_cpu_with_a_note():
+    """A CUDA generator's state (seed and offset, 16 bytes) in a checkpoint loaded by a CPU algorithm."""
+    trained = PPO((4,), Discrete(2), PPO.Config(), torch.device("cpu"), seed=0)
+    with torch.no_grad():
+        trained.net.flat.add_(1.0)
+    state = trained.state_dict() | {"generator": torch.zeros(16, dtype=torch.uint8)}
+    loaded = PPO((4,), Discrete(2), PPO.Config(), torch.device("cpu"), seed=0)
+    loaded.load_state_dict(state)
+    pairs = zip(loaded.net.parameters(), trained.net.parameters(), strict=True)
+    assert all(torch.equal(mine, theirs) for mine, theirs in pairs)
+    assert any("random stream was saved on another kind of device" in note for note in loaded.notes)
+
+
 @pytest.mark.skipif(
     not torch.cuda.is_available(), reason="no CUDA device here: the CUDA training path runs in benches/gpu_check.sh"
 )
-def test_training_runs_on_cuda(tmp_path):
-    summary = train("ppo", "cartpole", timesteps=1024, device="cuda", run_dir=tmp_path, **QUIET)
-    assert summary["device"].startswith("cuda")
+@pytest.mark.parametrize(
+    ("algo", "env", "env_backend"),
+    [("ppo", "cartpole", "numpy"), ("ppo", "cartpole", "torch"), ("dqn", "cartpole", "numpy"), ("sac", "pendulum", "torch")],
+)
+def test_training_runs_on_cuda_and_the_policy_loads_on_the_cpu(tmp_path, algo, env, env_backend):
+    summary = train(algo, env, timesteps=1024, device="cuda", env_backend=env_backend, run_dir=tmp_path, **QUIET)
+    assert summary["device"].startswith("cuda") and summary["timesteps"] >= 1024
+    for device in ("cpu", "cuda"):  # to export or watch it on the CPU, to play it on the GPU
+        _, policy = load_policy(tmp_path, device)
+        assert all(p.device.type == device for p in policy.parameters())
+    resumed = resume(tmp_path, timesteps=2048, **QUIET)  # on the run's own device, from its checkpoint
+    assert resumed["device"].startswith("cuda") and resumed["timesteps"] >= 2048

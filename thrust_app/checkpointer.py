@@ -37,8 +37,11 @@ class Checkpointer:
         save_checkpoint(target, state)
         return target
 
-    def load(self, device: torch.device, path: Path | None = None) -> dict[str, Any]:
-        return load_checkpoint(Path(path) if path is not None else self.path, device)
+    def load(self, path: Path | None = None) -> dict[str, Any]:
+        """The checkpoint's state, read onto the CPU whatever the run's device: each part copies what it holds
+        to its own device on restore (nets, optimizers, buffers, a torch env), and a random generator's state
+        must be a CPU byte tensor, on CUDA too."""
+        return load_checkpoint(Path(path) if path is not None else self.path, "cpu")
 
     def restore(self, trainer: Trainer, state: dict[str, Any]) -> None:
         spec = trainer.spec

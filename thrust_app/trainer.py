@@ -56,6 +56,12 @@ class Every:
         return True
 
 
+def env_device(env_backend: str, device: torch.device) -> str:
+    """Where a run's env keeps its arrays: a torch env on the training device (no host copy per step), a
+    numpy env on the host, whatever the device (EnvIO copies its arrays to the learner)."""
+    return str(device) if env_backend == "torch" else "cpu"
+
+
 #: Called after every iteration with the trainer: it may read progress and records, call
 #: `trainer.checkpoint(path)` and `trainer.request_stop()`.
 IterationHook = Callable[["Trainer"], None]
@@ -86,7 +92,7 @@ class Trainer:
             self.algo.config.n_envs,
             seed=spec.seed,
             backend=spec.env_backend,
-            device=str(device),
+            device=env_device(spec.env_backend, device),
             check_actions=False,
         )
         self.algo.prepare(self.env)
@@ -387,7 +393,7 @@ def _resume_in(
         )
     torch_device = resolve_device(device or spec.device, spec.torch_threads)
     trainer = Trainer(spec, run_dir, torch_device, progress, on_record, on_iteration)
-    trainer.restore(trainer.checkpointer.load(torch_device, start.checkpoint))
+    trainer.restore(trainer.checkpointer.load(start.checkpoint))
     for note in trainer.algo.notes:
         log(f"thrust: {note}")
     if start.overrides:
@@ -403,7 +409,7 @@ def load_policy(run_dir: str | Path, device: str = "cpu") -> tuple[RunSpec, torc
     """The trained deterministic policy of a run (its `act(obs)`), on `device`."""
     spec = load_spec(run_dir)
     torch_device = resolve_device(device, spec.torch_threads)
-    state = Checkpointer(Path(run_dir)).load(torch_device)
+    state = Checkpointer(Path(run_dir)).load()
     algo = build_algorithm(spec.algo, spec.env, spec.config, torch_device, spec.seed)
     algo.load_state_dict(state["algo"])
     algo.policy.eval()

@@ -138,8 +138,21 @@ class Algorithm(ABC):
                 if owner is not None and len(saved["param_groups"][0]["params"]) > 1:  # saved per parameter (v1)
                     saved = flat_optimizer_state(saved, list(owner.parameters()))
             part.load_state_dict(saved)
-        self.generator.set_state(state["generator"])
+        self.load_generator_state(state["generator"])
         self.num_timesteps = state["num_timesteps"]
+
+    def load_generator_state(self, saved: torch.Tensor) -> None:
+        """Continue the saved random stream, when it comes from the same kind of device. A CUDA generator's
+        state (16 bytes) cannot seed a CPU one (5,056 bytes) or the other way round: a run trained on a GPU
+        and loaded on the CPU (to export, watch or resume it there) keeps this generator, seeded with the
+        run's seed, and says so in a note."""
+        if saved.numel() == self.generator.get_state().numel():
+            self.generator.set_state(saved)
+        else:
+            self.notes.append(
+                f"the checkpoint's random stream was saved on another kind of device than {self.device.type}; "
+                "this one continues from the run's seed"
+            )
 
 
 def deterministic_action(policy: nn.Module, obs: torch.Tensor) -> torch.Tensor:
