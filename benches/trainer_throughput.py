@@ -11,7 +11,7 @@ Groups (suffixed with the backend: `/cpu` always, `/cuda` when torch sees a GPU)
   ppo_rollout, ppo_rollout_torch
       one rollout of the zoo's PPO preset (8 envs x 32 steps) with `acting="fast"` (numpy, fast_rollout.py)
       and with `acting="torch"` (the reference); on CUDA both act through torch
-  dqn_train_step_graph, sac_train_step_graph (CUDA only)
+  ppo_train_step_graph, dqn_train_step_graph, sac_train_step_graph (CUDA only)
       the update captured as a CUDA graph and replayed (`cuda_graphs=True`, cuda_graph.py)
   a2c_cartpole_steps_per_sec, ppo_cartpole_steps_per_sec, dqn_cartpole_steps_per_sec,
   sac_pendulum_steps_per_sec
@@ -70,9 +70,10 @@ def train_step(algo: str, device: torch.device, backward: str = "fast", **extra)
             obs = agent.iteration(env, io, obs).obs
         return agent.train_step
     if algo == "ppo":  # 256 samples = one minibatch
-        agent, env, io, obs = build(algo, device, n_envs=8, n_steps=32, n_epochs=1, backward=backward)
+        agent, env, io, obs = build(algo, device, n_envs=8, n_steps=32, n_epochs=1, backward=backward, **extra)
     else:
-        agent, env, io, obs = build(algo, device, backward=backward)
+        agent, env, io, obs = build(algo, device, backward=backward, **extra)
+    agent.prepare(env)  # decides on capturing the update (PPO's cuda_graphs)
     config = agent.config
     rollout, _ = collect_rollout(env, io, obs, agent.net, config.n_steps, config.gamma)
     advantages, returns = compute_gae(
@@ -127,6 +128,7 @@ def main() -> None:
         ("dqn_train_step_autograd", "dqn", {"backward": "autograd"}),
         ("sac_train_step", "sac", {}),
         ("sac_train_step_autograd", "sac", {"backward": "autograd"}),
+        ("ppo_train_step_graph", "ppo", {"cuda_graphs": True}),
         ("dqn_train_step_graph", "dqn", {"cuda_graphs": True}),
         ("sac_train_step_graph", "sac", {"cuda_graphs": True}),
     ]:

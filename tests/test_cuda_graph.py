@@ -1,48 +1,67 @@
-"""The `cuda_graphs` switch: refused in one line off CUDA (the run goes on eagerly, unchanged), and on a
-CUDA device the captured update takes the eager update's steps."""
+"""The `cuda_graphs` switch of DQN, SAC and PPO: refused in one line off CUDA (the run goes on eagerly,
+unchanged), and on a CUDA device the captured update takes the eager update's steps."""
 
 from __future__ import annotations
 
 import pytest
 import torch
 
-from thrust_app.algos import DQN, SAC
+from thrust_app.algos import DQN, PPO, SAC
 from thrust_app.cuda_graph import unavailable_reason
 
-SETTINGS = {"hidden": (32, 32), "learning_starts": 40, "batch_size": 16}
+OFF_POLICY = {"hidden": (32, 32), "learning_starts": 40, "batch_size": 16}
+# 4 envs x 16 steps = 64 samples in minibatches of 24, 24 and 16: the short last one runs eagerly
+ON_POLICY = {"hidden": (32, 32), "n_steps": 16, "batch_size": 24, "n_epochs": 2}
+RUNS = {
+    "dqn": (DQN, "cartpole", 60, 1, OFF_POLICY),
+    "sac": (SAC, "pendulum", 60, 1, OFF_POLICY),
+    "ppo": (PPO, "cartpole", 4, 4, ON_POLICY),
+}
+NEEDS_CUDA = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device (run by benches/gpu_check.sh)")
+
+
+def flat_parameters(algo) -> torch.Tensor:
+    return algo.net.flat if isinstance(algo, PPO) else algo.q_net.flat if isinstance(algo, DQN) else algo.critic.flat
 
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason="this machine has CUDA: the refusal is for machines without one")
-def test_on_the_cpu_the_switch_is_refused_in_one_line_and_the_run_is_unchanged(run_iterations):
-    captured, _ = run_iterations(DQN, "cartpole", 60, cuda_graphs=True, **SETTINGS)
+@pytest.mark.parametrize("algo", sorted(RUNS))
+def test_on_the_cpu_the_switch_is_refused_in_one_line_and_the_run_is_unchanged(run_iterations, algo):
+    algo_cls, env, iterations, n_envs, settings = RUNS[algo]
+    captured, _ = run_iterations(algo_cls, env, iterations, n_envs, cuda_graphs=True, **settings)
     notes = [note for note in captured.notes if "cuda_graphs" in note]
     assert len(notes) == 1 and "\n" not in notes[0] and "CUDA device" in notes[0], captured.notes
-    assert captured.captured_update is None
-    eager, _ = run_iterations(DQN, "cartpole", 60, **SETTINGS)
-    assert torch.equal(captured.q_net.flat, eager.q_net.flat)
+    assert captured.graphed_update.captured is None
+    eager, _ = run_iterations(algo_cls, env, iterations, n_envs, **settings)
+    assert torch.equal(flat_parameters(captured), flat_parameters(eager))
 
 
 def test_each_unmet_condition_has_its_reason():
     cuda = torch.device("cuda")
-    assert "CUDA device" in unavailable_reason(torch.device("cpu"), True, "constant")
-    assert "backward=fast" in unavailable_reason(cuda, False, "constant")
-    assert "lr_schedule=constant" in unavailable_reason(cuda, True, "linear")
-    assert unavailable_reason(cuda, True, "constant") is None
+    constant = {"lr_schedule": "constant", "clip_schedule": "constant"}
+    assert "CUDA device" in unavailable_reason(torch.device("cpu"), True, constant)
+    assert "backward=fast" in unavailable_reason(cuda, False, constant)
+    assert "lr_schedule=constant" in unavailable_reason(cuda, True, {**constant, "lr_schedule": "linear"})
+    assert "clip_schedule=constant" in unavailable_reason(cuda, True, {**constant, "clip_schedule": "linear"})
+    assert unavailable_reason(cuda, True, constant) is None
 
 
-@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device (run by benches/gpu_check.sh)")
-def test_the_captured_dqn_update_takes_the_eager_updates_steps(run_iterations):
-    captured, _ = run_iterations(DQN, "cartpole", 80, device="cuda", cuda_graphs=True, **SETTINGS)
-    assert captured.captured_update is not None
-    eager, _ = run_iterations(DQN, "cartpole", 80, device="cuda", **SETTINGS)
-    torch.testing.assert_close(captured.q_net.flat, eager.q_net.flat, atol=1e-5, rtol=1e-4)
+@NEEDS_CUDA
+@pytest.mark.parametrize("algo", ["dqn", "ppo"])
+def test_the_captured_update_takes_the_eager_updates_steps(run_iterations, algo):
+    algo_cls, env, iterations, n_envs, settings = RUNS[algo]
+    captured, _ = run_iterations(algo_cls, env, iterations, n_envs, device="cuda", cuda_graphs=True, **settings)
+    assert captured.graphed_update.captured is not None
+    eager, _ = run_iterations(algo_cls, env, iterations, n_envs, device="cuda", **settings)
+    torch.testing.assert_close(flat_parameters(captured), flat_parameters(eager), atol=1e-5, rtol=1e-4)
 
 
-@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device (run by benches/gpu_check.sh)")
+@NEEDS_CUDA
 def test_the_captured_sac_update_learns_like_the_eager_one(run_iterations):
-    captured, _ = run_iterations(SAC, "pendulum", 80, device="cuda", cuda_graphs=True, **SETTINGS)
-    assert captured.captured_update is not None
-    eager, _ = run_iterations(SAC, "pendulum", 80, device="cuda", **SETTINGS)
+    algo_cls, env, iterations, n_envs, settings = RUNS["sac"]
+    captured, _ = run_iterations(algo_cls, env, iterations + 20, n_envs, device="cuda", cuda_graphs=True, **settings)
+    assert captured.graphed_update.captured is not None
+    eager, _ = run_iterations(algo_cls, env, iterations + 20, n_envs, device="cuda", **settings)
     assert captured.parameters_finite()
     # same batches, same steps; the sampling noise inside the graph comes from the generator's graph-safe
     # stream, so the two runs agree closely rather than exactly

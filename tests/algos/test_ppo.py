@@ -38,11 +38,6 @@ def test_value_clipping_keeps_the_prediction_near_the_old_value():
 
 def test_a_one_sample_minibatch_is_not_normalised_to_nan():
     loss, _ = ppo_loss(
-        LOG_PROB[:1],
-        ENTROPY[:1],
-        VALUE[:1],
-        Minibatch(*(t[:1] for t in vars(BATCH).values())),
-        clip_range=0.2,
-        config=PPOConfig(),
+        LOG_PROB[:1], ENTROPY[:1], VALUE[:1], Minibatch(*(t[:1] for t in BATCH)), clip_range=0.2, config=PPOConfig()
     )
     assert torch.isfinite(loss)

@@ -11,6 +11,7 @@ import torch
 from torch import nn
 
 from ..config import AlgoConfig, schedule
+from ..cuda_graph import unavailable_reason
 from ..envs.core import Box, Discrete
 from ..envs.vec import VecEnv
 from ..fast_acting import unsupported_reason
@@ -40,6 +41,8 @@ class Algorithm(ABC):
     Config: ClassVar[type[AlgoConfig]]
     #: The action spaces it can act in.
     supports: ClassVar[tuple[type, ...]] = (Discrete, Box)
+    #: Whether updates take the written-out backward (each algorithm sets it through `choose_backward`).
+    use_fast_backward: bool
 
     def __init__(
         self, obs_shape: tuple[int, ...], action_space: Discrete | Box, config: AlgoConfig, device: torch.device, seed: int
@@ -87,6 +90,31 @@ class Algorithm(ABC):
         if unsupported:
             self.notes.append(f"backward=fast falls back to autograd: {unsupported}")
         return unsupported is None
+
+    def choose_graphs(self, asked: bool, schedules: dict[str, str]) -> bool:
+        """Whether updates are captured as CUDA graphs: `asked` (the `cuda_graphs` setting of the algorithms
+        that have one) and possible on this run (cuda_graph.unavailable_reason, given its `schedules`); a
+        refusal becomes a note."""
+        if not asked:
+            return False
+        reason = unavailable_reason(self.device, self.use_fast_backward, schedules)
+        if reason:
+            self.notes.append(f"cuda_graphs=True is unavailable: {reason}")
+        return reason is None
+
+    def updated_tensors(self) -> list[torch.Tensor]:
+        """Every tensor an update changes in place: the nets' flat buffers, the optimizers' parameters and
+        state (what a captured update must restore after its warm-up calls)."""
+        tensors: dict[int, torch.Tensor] = {}
+        for part in self.stateful_parts().values():
+            if isinstance(part, FlatParameters):
+                tensors[id(part.flat)] = part.flat
+            elif isinstance(part, torch.optim.Optimizer):
+                for group in part.param_groups:
+                    for param in group["params"]:
+                        tensors[id(param)] = param
+                        tensors |= {id(value): value for value in part.state[param].values() if torch.is_tensor(value)}
+        return list(tensors.values())
 
     def prepare(self, env: VecEnv) -> None:
         """Called once with the env a run steps, before training: decide on fast acting for it (a refusal

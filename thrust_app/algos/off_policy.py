@@ -11,7 +11,7 @@ import numpy as np
 import torch
 
 from ..config import AlgoConfig, check_memory, param
-from ..cuda_graph import CapturedUpdate, unavailable_reason
+from ..cuda_graph import CUDA_GRAPHS_HELP, GraphedStep
 from ..envs.core import Box
 from ..flat_params import FlatParameters
 from ..replay import Batch, ReplayBuffer
@@ -28,11 +28,7 @@ class OffPolicyConfig(AlgoConfig):
     train_freq: int = param(1, "env steps (per env) between learning phases", ge=1)
     gradient_steps: int = param(1, "gradient steps per learning phase", ge=1)
     tau: float = param(0.005, "target network update weight (1.0 = hard copy)", gt=0, le=1)
-    cuda_graphs: bool = param(
-        False,
-        "capture the update as a CUDA graph after its first step and replay it (cuda_graph.py; needs --device "
-        "cuda, backward=fast and a constant learning rate; otherwise a note says why and the update runs eagerly)",
-    )
+    cuda_graphs: bool = param(False, CUDA_GRAPHS_HELP)
     backward: Literal["fast", "autograd"] = param(
         "fast",
         "how an update's gradients are computed: fast (fast_dqn.py / fast_sac.py, written out; vector "
@@ -57,10 +53,8 @@ class OffPolicyAlgorithm(Algorithm):
 
     def __init__(self, obs_shape, action_space, config: OffPolicyConfig, device, seed) -> None:
         super().__init__(obs_shape, action_space, config, device, seed)
-        #: The update as a CUDA graph (`cuda_graphs`), captured at the second gradient step.
-        self.captured_update: CapturedUpdate | None = None
-        self.capture_graph = False
-        self.steps_taken = 0
+        #: `update`, eager or captured as a CUDA graph at the second gradient step (`cuda_graphs`).
+        self.graphed_update = GraphedStep(self.update, self.updated_tensors)
         continuous = isinstance(action_space, Box)
         self.buffer = ReplayBuffer(
             config.buffer_size,
@@ -90,28 +84,7 @@ class OffPolicyAlgorithm(Algorithm):
     def train_step(self) -> dict[str, torch.Tensor]:
         """One gradient step on a minibatch sampled from the buffer: eager, or replayed from a CUDA graph
         captured at the second step (`cuda_graphs`)."""
-        batch = self.buffer.sample(self.config.batch_size, self.generator)
-        if self.captured_update is not None:
-            return self.captured_update(batch)
-        if self.capture_graph and self.steps_taken > 0:
-            self.captured_update = CapturedUpdate(self.update, batch, self.updated_tensors())
-            return self.captured_update(batch)
-        self.steps_taken += 1
-        return self.update(batch)
-
-    def updated_tensors(self) -> list[torch.Tensor]:
-        """Every tensor an update changes in place: the nets' flat buffers, the optimizers' parameters
-        and state."""
-        tensors: dict[int, torch.Tensor] = {}
-        for part in self.stateful_parts().values():
-            if isinstance(part, FlatParameters):
-                tensors[id(part.flat)] = part.flat
-            elif isinstance(part, torch.optim.Optimizer):
-                for group in part.param_groups:
-                    for param in group["params"]:
-                        tensors[id(param)] = param
-                        tensors |= {id(value): value for value in part.state[param].values() if torch.is_tensor(value)}
-        return list(tensors.values())
+        return self.graphed_update(self.buffer.sample(self.config.batch_size, self.generator))
 
     def stateful_parts(self):
         return {"buffer": self.buffer}
@@ -127,16 +100,11 @@ class OffPolicyAlgorithm(Algorithm):
     def prepare(self, env) -> None:
         """Decide on fast acting for this env, and on capturing the update; a refusal becomes a note."""
         super().prepare(env)
-        config = self.config
-        if config.cuda_graphs:
-            graph_reason = unavailable_reason(self.device, self.use_fast_backward, config.lr_schedule)
-            self.capture_graph = graph_reason is None
-            if graph_reason:
-                self.notes.append(f"cuda_graphs=True is unavailable: {graph_reason}")
+        self.graphed_update.enabled = self.choose_graphs(self.config.cuda_graphs, {"lr_schedule": self.config.lr_schedule})
 
     def load_state_dict(self, state) -> None:
         super().load_state_dict(state)
-        self.captured_update = None  # loading replaced the optimizers' state tensors: capture again
+        self.graphed_update.forget()  # loading replaced the optimizers' state tensors: capture again
 
     def iteration(self, env, env_io, obs) -> Iteration:
         if self.uses_fast_acting(env):

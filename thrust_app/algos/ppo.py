@@ -5,13 +5,15 @@ Defaults follow Stable-Baselines3; per-env presets in `thrust_app/presets.py` fo
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import partial
-from typing import Literal
+from typing import Literal, NamedTuple
 
 import torch
 
 from ..config import param, schedule
+from ..cuda_graph import CUDA_GRAPHS_HELP, GraphedStep
 from ..rollout import Rollout
 from .on_policy import OnPolicyAlgorithm, OnPolicyConfig
 
@@ -30,10 +32,10 @@ class PPOConfig(OnPolicyConfig):
         ge=0,
     )
     target_kl: float = param(0.0, "stop the epochs early when the approximate KL exceeds 1.5x this (0 = never)", ge=0)
+    cuda_graphs: bool = param(False, CUDA_GRAPHS_HELP)
 
 
-@dataclass
-class Minibatch:
+class Minibatch(NamedTuple):
     """What PPO's loss needs of each sample besides the current policy's outputs."""
 
     old_log_prob: torch.Tensor
@@ -71,6 +73,20 @@ class PPO(OnPolicyAlgorithm):
     Config = PPOConfig
     config: PPOConfig
 
+    def __init__(self, obs_shape, action_space, config: PPOConfig, device, seed) -> None:
+        super().__init__(obs_shape, action_space, config, device, seed)
+        #: `step_minibatch`, eager or captured as a CUDA graph at the second minibatch (`cuda_graphs`).
+        self.graphed_update = GraphedStep(self.step_minibatch, self.updated_tensors)
+
+    def prepare(self, env) -> None:
+        super().prepare(env)
+        schedules = {"lr_schedule": self.config.lr_schedule, "clip_schedule": self.config.clip_schedule}
+        self.graphed_update.enabled = self.choose_graphs(self.config.cuda_graphs, schedules)
+
+    def load_state_dict(self, state) -> None:
+        super().load_state_dict(state)
+        self.graphed_update.forget()  # loading replaced the optimizer's state tensors: capture again
+
     def make_optimizer(self) -> torch.optim.Optimizer:
         return torch.optim.Adam([self.net.flat], lr=self.config.learning_rate, eps=1e-5, fused=True)
 
@@ -89,11 +105,15 @@ class PPO(OnPolicyAlgorithm):
             order = torch.randperm(n_samples, generator=self.generator, device=obs.device)
             for start in range(0, n_samples, config.batch_size):
                 index = order[start : start + config.batch_size]
-                batch = Minibatch(
-                    samples.old_log_prob[index], samples.old_value[index], samples.advantages[index], samples.returns[index]
-                )
-                loss_fn = partial(ppo_loss, batch=batch, clip_range=self.clip_range, config=config)
-                logged.append(self.optimize(obs[index], actions[index], loss_fn))
+                minibatch = (obs[index], actions[index], *(values[index] for values in samples))
+                # a replayed graph returns its own log tensor, which the next replay overwrites: keep a copy
+                logged.append(self.graphed_update(minibatch).clone())
             if config.target_kl and float(logged[-1][3]) > 1.5 * config.target_kl:
                 break
         return dict(zip(LOG_NAMES, torch.stack(logged).mean(0).tolist(), strict=True))
+
+    def step_minibatch(self, minibatch: Sequence[torch.Tensor]) -> torch.Tensor:
+        """One optimizer step on (obs, actions, old log-probs, old values, advantages, returns); returns its logs."""
+        obs, actions, *samples = minibatch
+        loss_fn = partial(ppo_loss, batch=Minibatch(*samples), clip_range=self.clip_range, config=self.config)
+        return self.optimize(obs, actions, loss_fn)
