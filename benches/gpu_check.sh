@@ -1,14 +1,16 @@
 #!/usr/bin/env bash
 # One prepared check for a machine with an NVIDIA GPU: the four algorithms' update times on CUDA against
-# the CPU (DQN's and SAC's also captured as CUDA graphs, `cuda_graphs=True`), exported policies on onnxruntime CUDA, batched PPO CartPole end to end on the GPU at 1k/4k/16k
-# envs (env, policy and update on the device: no host copy per step), and the bandit and CartPole examples
-# on CUDA. Every step has a timeout (together at most 420 s; a run takes about 4 minutes). Results go to $1 (or $OUT).
+# the CPU (DQN's, SAC's and PPO's also captured as CUDA graphs, `cuda_graphs=True`), exported policies on
+# onnxruntime (its CUDA provider where installed), batched PPO CartPole end to end on the GPU at 1k/4k/16k
+# envs, eager and captured (env, policy and update on the device; host syncs per iteration counted), the
+# CUDA tests, and the bandit and CartPole examples on CUDA. Every step has a timeout (together at most
+# 420 s; on an H200 it took 206-215 s). Results go to $1 (or $OUT).
 #
-# The lent GPU machine has python3 with CUDA torch, onnxruntime, numpy and tqdm, but no network and
-# no gymnasium / array-api-compat. Bring those as wheels in .whl/ (ignored by git) before the run:
+# The lent GPU machine has python3 (3.12) with CUDA torch, onnxruntime (CPU build), numpy, pytest and tqdm,
+# but no network and no gymnasium / array-api-compat. Bring those as wheels in .whl/ (ignored by git):
 #   echo /.whl/ >> .git/info/exclude
-#   python3 -m pip download --no-deps --only-binary=:all: -d .whl gymnasium array-api-compat farama-notifications \
-#     threadpoolctl pytest pluggy iniconfig packaging
+#   .venv/bin/python -m pip download --no-deps --only-binary=:all: --python-version 3.12 -d .whl \
+#     gymnasium==1.4.0 array-api-compat==1.16.0 farama-notifications==0.0.6
 # and pass `carry: [".whl"]` to the device run. Then: bash benches/gpu_check.sh
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -28,7 +30,7 @@ log="$out/gpu_check.log"
 {
   echo "== host"; nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv || true
   python3 -c "import torch; print('torch', torch.__version__, 'cuda', torch.version.cuda, torch.cuda.get_device_name(0))"
-  echo "== update times: the four algorithms on cpu and cuda, alternating; DQN and SAC also as captured CUDA graphs"
+  echo "== update times: the four algorithms on cpu and cuda, alternating; DQN, SAC and PPO also as captured CUDA graphs"
   timeout 140 python3 benches/trainer_throughput.py --quick --json "$out/trainer_throughput.json"
   echo "== exported policies (torch eager, onnxruntime cpu/cuda)"
   timeout 30 python3 benches/onnx_policies.py --quick --no-browser --json "$out/onnx_policies.json"
@@ -37,7 +39,7 @@ log="$out/gpu_check.log"
     --json "$out/batched_ppo_cuda.json"
   echo "== the same on the CPU at 1k envs, for the ratio"
   timeout 25 python3 benches/batched_ppo.py --quick --devices cpu --envs 1024 --json "$out/batched_ppo_cpu.json"
-  echo "== the CUDA tests: captured DQN/SAC updates against eager ones, the batched envs and training on cuda"
+  echo "== the CUDA tests: captured DQN/SAC/PPO updates against eager ones, the batched envs, training and loading on cuda"
   timeout 90 python3 -m pytest -q -p no:cacheprovider tests/test_cuda_graph.py tests/test_device.py tests/envs/test_batched.py -k cuda
   echo "== examples on cuda (their progress bars: $out/examples_stderr.log)"
   THRUST_DEVICE=cuda timeout 15 python3 examples/train_simple_bandit.py 2>>"$out/examples_stderr.log"
