@@ -11,7 +11,9 @@ The floor's arithmetic rate (2 m k n flops per m x k by k x n product) says how 
 to the core's peak.
 Then one acting step (the behaviour policy's batch-1 forward, the env step, the replay-buffer write)
 and each of its parts, in microseconds, as the reference (`acting="torch"`) and the fast path
-(`acting="fast"`, fast_acting.py) take it.
+(`acting="fast"`, fast_acting.py) take it. Last, what denormal floats cost: the zoo DQN trained twice
+from one seed, iteration by iteration in turn, with denormals flushed to zero (what `resolve_device`
+sets for the thread that trains) and without.
 
     python benches/update_floor.py [--rounds 5]
 """
@@ -169,6 +171,34 @@ def main() -> None:
         agent.apply_schedules(0.0)  # DQN's epsilon at its final value: most steps act greedily, through the net
         print(f"{algo}: acting step, acting=torch (goal <= 60 us): " + acting_step(agent, env, io, obs, args.rounds))
         print(f"{algo}: acting step, acting=fast (goal <= 60 us): " + fast_acting_step(agent, env, obs, args.rounds))
+    print(f"dqn, zoo preset, 40 iterations of 256 steps and 128 updates: {denormal_cost(40, args.rounds)}")
+
+
+def denormal_cost(iterations: int, rounds: int) -> str:
+    """Two zoo DQN runs from one seed, their iterations alternating, one flushing denormals and one not: the
+    median iteration after warm-up, Adam's step at the end, and the denormal first moments it meets."""
+    runs = {flush: build("dqn", torch.device("cpu")) for flush in (True, False)}
+    times: dict[bool, list[float]] = {True: [], False: []}
+    for iteration in range(iterations):
+        for flush, (agent, env, io, obs) in runs.items():
+            torch.set_flush_denormal(flush)
+            start = time.perf_counter()
+            obs = agent.iteration(env, io, obs).obs
+            if iteration >= iterations // 2:  # the second half: learning for a while, denormals accumulated
+                times[flush].append(time.perf_counter() - start)
+            runs[flush] = (agent, env, io, obs)
+    parts = []
+    for flush, (agent, *_) in runs.items():
+        torch.set_flush_denormal(flush)
+        moments = agent.optimizer.state[agent.q_net.flat]["exp_avg"]
+        denormal = int(((moments != 0) & (moments.abs() < torch.finfo(moments.dtype).tiny)).sum())
+        adam = best_ms(adam_steps(agent), 100, rounds)  # last: a flushed step would zero the denormals it reads
+        parts.append(
+            f"{'flushed' if flush else 'not flushed'}: iteration {np.median(times[flush]) * 1e3:.1f} ms, Adam step "
+            f"{adam * 1e3:.0f} us, {denormal:,} of {moments.numel():,} first moments denormal"
+        )
+    torch.set_flush_denormal(True)
+    return "; ".join(parts)
 
 
 def acting_step(agent, env, io, obs: torch.Tensor, rounds: int) -> str:

@@ -22,6 +22,15 @@ def test_cuda_without_a_gpu_is_a_clear_error():
         resolve_device("tpu")
 
 
+def test_the_cpu_thread_that_trains_flushes_denormals():
+    """A dead unit's Adam moments decay into denormal floats, where every op costs many times a normal one:
+    resolve_device("cpu") has the calling thread flush them to zero."""
+    torch.set_flush_denormal(False)
+    assert (torch.tensor([1e-30]) * 1e-10).item() > 0  # 1e-40: a denormal float32
+    resolve_device("cpu")
+    assert (torch.tensor([1e-30]) * 1e-10).item() == 0.0
+
+
 def test_a_numpy_env_stays_on_the_host_when_the_learner_is_on_a_gpu():
     assert env_device("numpy", torch.device("cuda")) == "cpu"  # EnvIO copies its arrays to the learner
     assert env_device("torch", torch.device("cuda")) == "cuda"  # no host copy per step

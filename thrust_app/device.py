@@ -26,7 +26,10 @@ def resolve_device(name: str, torch_threads: int | None = 1) -> torch.device:
 
     On the CPU, torch and numpy's BLAS (which the fast acting paths use) are limited to `torch_threads`
     threads (default 1): small nets gain nothing from more and lose a lot when another process competes
-    for the cores.
+    for the cores. The calling thread (the one that trains) also flushes denormal floats to zero
+    (`torch.set_flush_denormal`, as TensorFlow's CPU threads do): a dead ReLU unit's weights get zero
+    gradients, their Adam first moments decay by 0.9 a step into the denormals below 1.2e-38 and stay
+    there, and every op on a denormal costs many times a normal one (`benches/update_floor.py` measures it).
     """
     if name not in DEVICE_CHOICES and not name.startswith("cuda:"):
         raise DeviceError(f"unknown device {name!r}; choose one of {', '.join(DEVICE_CHOICES)}")
@@ -40,4 +43,6 @@ def resolve_device(name: str, torch_threads: int | None = 1) -> torch.device:
     if device.type == "cpu" and torch_threads:
         torch.set_num_threads(torch_threads)
         threadpool_limits(torch_threads, user_api="blas")
+    if device.type == "cpu":
+        torch.set_flush_denormal(True)  # False (and nothing changed) on a CPU without the SSE3 flags
     return device
