@@ -38,10 +38,8 @@ class Checkpointer:
         return target
 
     def load(self, path: Path | None = None) -> dict[str, Any]:
-        """The checkpoint's state, read onto the CPU whatever the run's device: each part copies what it holds
-        to its own device on restore (nets, optimizers, buffers, a torch env), and a random generator's state
-        must be a CPU byte tensor, on CUDA too."""
-        return load_checkpoint(Path(path) if path is not None else self.path, "cpu")
+        """The state in `last.pt` (or `path`), on the CPU: `restore` copies each part to the run's device."""
+        return load_checkpoint(Path(path) if path is not None else self.path)
 
     def restore(self, trainer: Trainer, state: dict[str, Any]) -> None:
         spec = trainer.spec

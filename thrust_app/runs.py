@@ -69,13 +69,15 @@ def save_checkpoint(path: Path, state: dict[str, Any]) -> None:
     atomic_write_bytes(path, buffer.getvalue())
 
 
-def load_checkpoint(path: Path, device: torch.device | str = "cpu") -> dict[str, Any]:
-    """Load a Thrust checkpoint safely; anything else is a CheckpointError saying what was found."""
+def load_checkpoint(path: Path) -> dict[str, Any]:
+    """Load a Thrust checkpoint safely, onto the CPU whatever device the run trained on (restoring copies
+    each part to its own device; a random generator's state must be a CPU byte tensor, on CUDA too);
+    anything else is a CheckpointError saying what was found."""
     path = Path(path)
     if not path.is_file():
         raise CheckpointError(f"no checkpoint at {path}")
     try:
-        state = torch.load(path, map_location=device, weights_only=True)
+        state = torch.load(path, map_location="cpu", weights_only=True)
     except Exception as err:  # torch raises many kinds for a bad file; all mean the same to the user
         first_line = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
         if "weights_only" in str(err) or "Weights only" in first_line:  # never pass on torch's advice to unpickle
