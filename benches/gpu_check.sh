@@ -2,9 +2,10 @@
 # One prepared check for a machine with an NVIDIA GPU: the four algorithms' update times on CUDA against
 # the CPU (DQN's, SAC's and PPO's also captured as CUDA graphs, `cuda_graphs=True`), exported policies on
 # onnxruntime (its CUDA provider where installed), batched PPO CartPole end to end on the GPU at 1k/4k/16k
-# envs, eager and captured (env, policy and update on the device; host syncs per iteration counted), the
+# envs, eager and captured (env, policy and update on the device; host syncs per iteration counted; captured:
+# the update's minibatch steps and the rollout's collection), where a 16k-env iteration's time goes, the
 # CUDA tests, and the bandit and CartPole examples on CUDA. Every step has a timeout (together at most
-# 420 s; on an H200 it took 206-215 s). Results go to $1 (or $OUT).
+# 480 s). Results go to $1 (or $OUT).
 #
 # The lent GPU machine has python3 (3.12) with CUDA torch, onnxruntime (CPU build), numpy, pytest and tqdm,
 # but no network and no gymnasium / array-api-compat. Bring those as wheels in .whl/ (ignored by git):
@@ -37,6 +38,9 @@ log="$out/gpu_check.log"
   echo "== PPO on batched CartPole, env + policy + update on the GPU (goal: >= 10M env-steps/s at 16k envs)"
   timeout 85 python3 benches/batched_ppo.py --quick --devices cuda --env-backends torch --envs 1024,4096,16384 \
     --json "$out/batched_ppo_cuda.json"
+  echo "== where one captured 16k-env iteration's time goes (phases, then the ops with the most device time)"
+  timeout 60 python3 benches/batched_ppo.py --quick --devices cuda --env-backends torch --envs 16384 --cuda-graphs on \
+    --profile > "$out/batched_ppo_profile.txt" 2>&1; grep -E "^N=|Self CUDA time total" "$out/batched_ppo_profile.txt"
   echo "== the same on the CPU at 1k envs, for the ratio"
   timeout 25 python3 benches/batched_ppo.py --quick --devices cpu --envs 1024 --json "$out/batched_ppo_cpu.json"
   echo "== the CUDA tests: captured DQN/SAC/PPO updates against eager ones, the batched envs, training and loading on cuda"

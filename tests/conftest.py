@@ -14,13 +14,16 @@ from thrust_app.tensors import EnvIO
 
 @pytest.fixture
 def run_iterations():
-    """`run(algo_cls, env_id, iterations, n_envs=1, device="cpu", **settings)`: the algorithm built from
-    torch seed 0 on a batched env (seed 0), prepared for it, after that many iterations, and the last
-    iteration's logged stats."""
+    """`run(algo_cls, env_id, iterations, n_envs=1, device="cpu", env_backend="numpy", **settings)`: the
+    algorithm built from torch seed 0 on a batched env (seed 0; numpy arrays on the host, or torch tensors
+    on `device`), prepared for it, after that many iterations, and the last iteration's logged stats."""
 
-    def run(algo_cls, env_id: str, iterations: int, n_envs: int = 1, device: str = "cpu", **settings):
+    def run(
+        algo_cls, env_id: str, iterations: int, n_envs: int = 1, device: str = "cpu", env_backend: str = "numpy", **settings
+    ):
         torch.manual_seed(0)
-        env = make_batched(env_id, n_envs, seed=0)
+        env_device = device if env_backend == "torch" else "cpu"
+        env = make_batched(env_id, n_envs, seed=0, backend=env_backend, device=env_device, check_actions=False)
         config = algo_cls.Config(n_envs=n_envs, **settings)
         agent = algo_cls(env.observation_space.shape, env.action_space, config, torch.device(device), seed=0)
         agent.apply_schedules(1.0)

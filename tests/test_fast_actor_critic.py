@@ -128,3 +128,23 @@ def test_a_written_out_gradient_that_disagrees_with_the_loss_falls_back_with_a_w
         fast_backward(net, obs, actions, loss_fn)
     for name_, p in net.named_parameters():
         torch.testing.assert_close(p.grad, want[name_], atol=2e-6, rtol=1e-4, msg=name_)
+
+
+def test_the_weight_gradient_split_along_the_batch_is_the_same_sum():
+    generator = torch.Generator().manual_seed(0)
+    side_by_side = torch.randn(4096, 2 * 16, generator=generator)  # the input layer's output, as the towers read it
+    layer_in = side_by_side.view(4096, 2, 16).transpose(0, 1)  # (2, B, 16), not contiguous
+    grad = torch.randn(2, 4096, 24, generator=generator)
+    whole, split = torch.empty(2, 16, 24), torch.empty(2, 16, 24)
+    fast_actor_critic.tower_weight_gradient(layer_in, grad, whole, parts=1)
+    fast_actor_critic.tower_weight_gradient(layer_in, grad, split, parts=8)
+    torch.testing.assert_close(split, whole, atol=1e-4, rtol=1e-5)
+    torch.testing.assert_close(whole, layer_in.transpose(1, 2) @ grad)
+
+
+def test_only_large_cuda_batches_are_split():
+    cuda, cpu = torch.device("cuda"), torch.device("cpu")
+    assert fast_actor_critic.batch_parts(32768, cuda) == 64
+    assert fast_actor_critic.batch_parts(32768, cpu) == 1  # one core's bmm walks the batch as fast in one piece
+    assert fast_actor_critic.batch_parts(1024, cuda) == 1  # few rows: one tile per tower is quick enough
+    assert fast_actor_critic.batch_parts(32768 + 100, cuda) == 1  # a short last minibatch that does not split evenly

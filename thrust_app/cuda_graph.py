@@ -1,6 +1,7 @@
-"""An update captured once as a CUDA graph and replayed: the `cuda_graphs` switch of DQN, SAC (one
-gradient step on a replay batch) and PPO (one minibatch step). LeanRL's approach to small-net updates
-on a GPU, where every op is a kernel launch and the launches, not the arithmetic, take the time.
+"""Work captured once as a CUDA graph and replayed: the `cuda_graphs` switch of DQN, SAC (one gradient
+step on a replay batch) and PPO (one minibatch step, and a whole rollout's collection when the env's
+arrays live on the GPU). LeanRL's approach to small nets on a GPU, where every op is a kernel launch
+and the launches, not the arithmetic, take the time.
 
 Capture records the kernels of one call of `step(inputs)` (the written-out gradients, the clip, the
 Adam steps, SAC's Polyak step) into a graph; each later call copies the new inputs into the captured
@@ -8,6 +9,10 @@ input tensors and replays the graph: one launch instead of a hundred or more. Ev
 touches lives at fixed addresses (the nets' flat buffers, the optimizers' state), which is what makes
 replay valid. The warm-up calls capture needs are undone, so a captured run takes the same steps as an
 eager one. `unavailable_reason` says in one line why a run cannot use it.
+
+A collection (`CapturedCollection`) is captured the same way: every step's policy sample, env step and
+record, with the env's state arrays and its random generator at fixed places, so that one launch
+replays n_steps steps of every env.
 """
 
 from __future__ import annotations
@@ -16,6 +21,8 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 import torch
+
+from .envs.batched import ArrayBatchedEnv
 
 #: One update on a tuple of input tensors (a replay batch, a PPO minibatch); returns what it logs.
 Step = Callable[[Sequence[torch.Tensor]], Any]
@@ -26,8 +33,29 @@ WARMUP_CALLS = 3
 #: The `cuda_graphs` setting's help, one text for every algorithm that has it.
 CUDA_GRAPHS_HELP = (
     "capture the update as a CUDA graph after its first step and replay it (cuda_graph.py; needs --device cuda, "
-    "backward=fast and constant schedules; otherwise a note says why and the update runs eagerly)"
+    "backward=fast and constant schedules; otherwise a note says why and the update runs eagerly); PPO also "
+    "captures each rollout's collection when the env's arrays are on the GPU (--env-backend torch)"
 )
+
+
+def collection_unavailable_reason(env: Any, device: torch.device) -> str | None:
+    """Why a rollout on `env` cannot be captured on `device`, or None when it can."""
+    if not isinstance(env, ArrayBatchedEnv) or env.backend.name != "torch" or env.backend.device.type != device.type:
+        return "the env's arrays are not on the GPU (--env-backend torch puts Thrust's batched envs there)"
+    if env.check_actions:
+        return "the env checks every action on the host (check_actions=True)"
+    return None
+
+
+def warm_up(step: Step, inputs: Any, calls: int) -> None:
+    """Call `step(inputs)` `calls` times on a side stream: what PyTorch asks before a capture (it lets cuBLAS
+    and the allocator settle); the caller undoes what the calls changed."""
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        for _ in range(calls):
+            step(inputs)
+    torch.cuda.current_stream().wait_stream(side)
 
 
 def unavailable_reason(device: torch.device, fast_backward: bool, schedules: dict[str, str]) -> str | None:
@@ -54,12 +82,7 @@ class CapturedUpdate:
         saved = [tensor.detach().clone() for tensor in state]
         rng = torch.cuda.get_rng_state()  # SAC's sampling noise: the warm-up's draws are undone too
         self.inputs = tuple(tensor.clone() for tensor in example)
-        side = torch.cuda.Stream()
-        side.wait_stream(torch.cuda.current_stream())
-        with torch.cuda.stream(side):
-            for _ in range(WARMUP_CALLS):
-                step(self.inputs)
-        torch.cuda.current_stream().wait_stream(side)
+        warm_up(step, self.inputs, WARMUP_CALLS)
         self.graph = torch.cuda.CUDAGraph()
         with torch.cuda.graph(self.graph):
             self.logs = step(self.inputs)
@@ -92,15 +115,84 @@ class GraphedStep:
         self.captured: CapturedUpdate | None = None
         self.eager_calls = 0
 
-    def __call__(self, inputs: Sequence[torch.Tensor]) -> Any:
+    def __call__(self, inputs: Sequence[Any]) -> Any:
         if self.captured is not None and self.captured.fits(inputs):
             return self.captured(inputs)
         if self.enabled and self.captured is None and self.eager_calls > 0:
-            self.captured = CapturedUpdate(self.step, inputs, self.state())
+            self.captured = self.capture(inputs)
             return self.captured(inputs)
         self.eager_calls += 1
         return self.step(inputs)
 
+    def capture(self, inputs: Sequence[Any]) -> CapturedUpdate:
+        """The graph of `step` on inputs like these."""
+        return CapturedUpdate(self.step, inputs, self.state())
+
     def forget(self) -> None:
         """Drop the graph (loading a checkpoint replaced the optimizers' state tensors): capture again."""
         self.captured = None
+
+
+class CapturedCollection:
+    """`collect((env, env_io, obs))` captured on one batched env on the GPU; call it with that env and new
+    observations of the same shape. `collect` is rollout.collect_steps with the policy bound.
+
+    The graph reads the env's state arrays and the observations from fixed input tensors and, as its last
+    kernels, writes the state after the last step back into them; the env's attributes point at those
+    inputs between calls. The env's generator is registered with the graph, so each replay draws the
+    numbers the eager steps would have drawn, as the policy's draws from torch's default generator do."""
+
+    def __init__(self, collect: Step, example: Sequence[Any]) -> None:
+        env, env_io, obs = example
+        self.env, self.env_io = env, env_io
+        self.state = {name: getattr(env, name).clone() for name in env.state_arrays}
+        self.obs = obs.clone()
+        rngs = torch.cuda.get_rng_state(), env.backend.get_state()
+        self._point_env_at_inputs()
+        warm_up(collect, (env, env_io, self.obs), 1)
+        self._point_env_at_inputs()  # the warm-up replaced the env's arrays (never changing them in place)
+        torch.cuda.set_rng_state(rngs[0])
+        env.backend.set_state(rngs[1])
+        self.graph = torch.cuda.CUDAGraph()
+        self.graph.register_generator_state(env.backend.generator)
+        with torch.cuda.graph(self.graph):
+            self.steps, self.last_values, next_obs = collect((env, env_io, self.obs))
+            for name, tensor in self.state.items():
+                tensor.copy_(getattr(env, name))
+            self.obs.copy_(next_obs)
+        self._point_env_at_inputs()  # capture ran nothing: the inputs still hold the state before it
+
+    def _point_env_at_inputs(self) -> None:
+        for name, tensor in self.state.items():
+            setattr(self.env, name, tensor)
+
+    def fits(self, inputs: Sequence[Any]) -> bool:
+        """Whether `inputs` are the captured env's, with observations of the captured shape."""
+        env, _, obs = inputs
+        return env is self.env and obs.shape == self.obs.shape
+
+    def __call__(self, inputs: Sequence[Any]) -> tuple[dict[str, torch.Tensor], torch.Tensor, torch.Tensor]:
+        """Replay from `inputs`' observations and the env's state; returns copies of the graph's outputs
+        (the next replay overwrites the graph's own)."""
+        env, _, obs = inputs
+        for name, tensor in self.state.items():
+            current = getattr(env, name)
+            if current is not tensor:  # the env was reset or loaded since: its new state goes into the inputs
+                tensor.copy_(current)
+                setattr(env, name, tensor)
+        if obs is not self.obs:
+            self.obs.copy_(obs)
+        self.graph.replay()
+        steps = {key: tensor.clone() for key, tensor in self.steps.items()}
+        return steps, self.last_values.clone(), self.obs.clone()
+
+
+class GraphedCollection(GraphedStep):
+    """A rollout's collection (`collect((env, env_io, obs))`) eagerly, or, once `enabled`, captured at its
+    second call on a batched env on the GPU and replayed from then on (another env: eager)."""
+
+    def __init__(self, collect: Step) -> None:
+        super().__init__(collect, state=lambda: [])  # CapturedCollection keeps the env's arrays itself
+
+    def capture(self, inputs: Sequence[Any]) -> CapturedCollection:
+        return CapturedCollection(self.step, inputs)

@@ -78,13 +78,43 @@ def towers_backward(towers: TwinTowers, outputs: list[torch.Tensor], grad: torch
         weight, bias = towers.weights[index], towers.biases[index]
         grad = activation_backward(grad, outputs[index + 2], activation)
         layer_in = towers.tower_major(outputs[1]) if index == 0 else outputs[index + 1]
-        torch.bmm(layer_in.transpose(1, 2), grad, out=weight.grad)
+        tower_weight_gradient(layer_in, grad, weight.grad)
         torch.sum(grad, 1, keepdim=True, out=bias.grad)
         grad = torch.bmm(grad, weight.transpose(1, 2))
     grad = grad.transpose(0, 1).reshape(outputs[1].shape)  # back to the input layer's side-by-side layout
     grad = activation_backward(grad, outputs[1], activation)
     matmul(grad.T, outputs[0], out=towers.input_layer.weight.grad)
     torch.sum(grad, 0, out=towers.input_layer.bias.grad)
+
+
+#: On CUDA, rows per part when a tower layer's weight gradient is split along the batch (`batch_parts`).
+ROWS_PER_PART = 512
+
+
+def batch_parts(batch: int, device: torch.device) -> int:
+    """Into how many parts `tower_weight_gradient` splits a batch: 1 on the CPU and for small batches.
+
+    cuBLAS computes a batched x^T g with one output tile per tower and walks the whole batch in it: at
+    32,768 rows two tiles occupy two of a GPU's ~100 multiprocessors for a millisecond. Split into parts of
+    ROWS_PER_PART rows, each part's product is a tile of its own, and a sum over the parts follows."""
+    if device.type != "cuda" or batch < 4 * ROWS_PER_PART or batch % ROWS_PER_PART:
+        return 1
+    return batch // ROWS_PER_PART
+
+
+def tower_weight_gradient(layer_in: torch.Tensor, grad: torch.Tensor, out: torch.Tensor, parts: int | None = None) -> None:
+    """dL/dW = sum over the batch of x^T dL/dz for both towers: (2, B, in), (2, B, out) -> `out` (2, in, out).
+
+    In `parts` (`batch_parts` when not given) along the batch: sum_p x_p^T g_p, the same sum regrouped."""
+    towers, batch, width = layer_in.shape
+    parts = batch_parts(batch, layer_in.device) if parts is None else parts
+    if parts == 1:
+        torch.bmm(layer_in.transpose(1, 2), grad, out=out)
+        return
+    rows = batch // parts
+    x = layer_in.reshape(towers * parts, rows, width)
+    g = grad.reshape(towers * parts, rows, grad.shape[-1])
+    torch.sum(torch.bmm(x.transpose(1, 2), g).view(towers, parts, width, -1), 1, out=out)
 
 
 def _distribution_stats(

@@ -57,11 +57,17 @@ def make_rollout(steps: dict[str, torch.Tensor], last_values: torch.Tensor) -> R
     )
 
 
+#: A collection's result before its episode figures are read on the host: the (T, N) stack of every RECORDED
+#: key, the values after the last step, and the next observation.
+CollectedSteps = tuple[dict[str, torch.Tensor], torch.Tensor, torch.Tensor]
+
+
 @torch.no_grad()
-def collect_rollout(
+def collect_steps(
     env: VecEnv, env_io: EnvIO, obs: torch.Tensor, policy: ActorCritic, n_steps: int, gamma: float
-) -> tuple[Rollout, torch.Tensor]:
-    """Run the policy for `n_steps` steps of every env; returns the rollout and the next observation."""
+) -> CollectedSteps:
+    """Run the policy for `n_steps` steps of every env. With the env's arrays on the learner's device this
+    makes no host round trip, which is what lets cuda_graph.CapturedCollection capture it."""
     recorded: dict[str, list[torch.Tensor]] = {key: [] for key in RECORDED}
     for _ in range(n_steps):
         action, log_prob, value = policy.sample(obs)
@@ -74,7 +80,15 @@ def collect_rollout(
         record_step(recorded, (obs, action, log_prob, value, reward), step)
         obs = step.obs
     steps = {key: torch.stack(items) for key, items in recorded.items()}  # (T, N) each: one op per array, not per step
-    return make_rollout(steps, policy.value(obs)), obs
+    return steps, policy.value(obs), obs
+
+
+def collect_rollout(
+    env: VecEnv, env_io: EnvIO, obs: torch.Tensor, policy: ActorCritic, n_steps: int, gamma: float
+) -> tuple[Rollout, torch.Tensor]:
+    """Run the policy for `n_steps` steps of every env; returns the rollout and the next observation."""
+    steps, last_values, obs = collect_steps(env, env_io, obs, policy, n_steps, gamma)
+    return make_rollout(steps, last_values), obs
 
 
 def compute_gae(

@@ -10,13 +10,14 @@ from typing import Literal
 import torch
 
 from ..config import AlgoConfig, ConfigError, check_memory, param
+from ..cuda_graph import GraphedCollection, collection_unavailable_reason
 from ..fast_acting import FastActorCritic
 from ..fast_actor_critic import ActorCriticLoss, fast_backward, unsupported_reason
 from ..fast_mlp import adam_step
 from ..fast_rollout import collect_rollout_fast
 from ..flat_params import clip_grad_norm_
 from ..nets import ActorCritic
-from ..rollout import Rollout, collect_rollout, compute_gae
+from ..rollout import CollectedSteps, Rollout, collect_steps, compute_gae, make_rollout
 from .base import Algorithm, Iteration
 
 
@@ -70,6 +71,8 @@ class OnPolicyAlgorithm(Algorithm):
         self.optimizer = self.make_optimizer()
         self.use_fast_backward = self.choose_backward(unsupported_reason(self.net))
         self._fast_actor: FastActorCritic | None = None
+        #: `collect_steps`, eager or captured as a CUDA graph at the second rollout (`cuda_graphs`, env on the GPU).
+        self.graphed_collection = GraphedCollection(self.collect_steps)
 
     @abstractmethod
     def make_optimizer(self) -> torch.optim.Optimizer:
@@ -102,6 +105,16 @@ class OnPolicyAlgorithm(Algorithm):
             self.optimizer.step()
         return logs.detach()
 
+    def choose_collection_graphs(self, asked: bool, env) -> bool:
+        """Whether rollouts on `env` are captured as CUDA graphs: `asked` (`cuda_graphs`), on a CUDA device
+        (`choose_graphs` notes otherwise), with the env's arrays there; a refusal becomes a note."""
+        if not asked or self.device.type != "cuda":
+            return False
+        reason = collection_unavailable_reason(env, self.device)
+        if reason:
+            self.notes.append(f"cuda_graphs=True leaves the rollout's collection eager: {reason}")
+        return reason is None
+
     def collect(self, env, env_io, obs) -> tuple[Rollout, torch.Tensor]:
         """`n_steps` of every env with the current policy, through numpy (`acting="fast"`) or torch."""
         config = self.config
@@ -109,7 +122,13 @@ class OnPolicyAlgorithm(Algorithm):
             if self._fast_actor is None:
                 self._fast_actor = FastActorCritic(self.net)
             return collect_rollout_fast(env, obs, self.net, self._fast_actor, config.n_steps, config.gamma)
-        return collect_rollout(env, env_io, obs, self.net, config.n_steps, config.gamma)
+        steps, last_values, obs = self.graphed_collection((env, env_io, obs))
+        return make_rollout(steps, last_values), obs
+
+    def collect_steps(self, inputs: tuple) -> CollectedSteps:
+        """`rollout.collect_steps` from (env, env_io, obs) with this policy: the step `graphed_collection` runs."""
+        env, env_io, obs = inputs
+        return collect_steps(env, env_io, obs, self.net, self.config.n_steps, self.config.gamma)
 
     def iteration(self, env, env_io, obs) -> Iteration:
         config = self.config

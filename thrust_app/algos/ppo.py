@@ -82,10 +82,12 @@ class PPO(OnPolicyAlgorithm):
         super().prepare(env)
         schedules = {"lr_schedule": self.config.lr_schedule, "clip_schedule": self.config.clip_schedule}
         self.graphed_update.enabled = self.choose_graphs(self.config.cuda_graphs, schedules)
+        self.graphed_collection.enabled = self.choose_collection_graphs(self.config.cuda_graphs, env)
 
     def load_state_dict(self, state) -> None:
         super().load_state_dict(state)
         self.graphed_update.forget()  # loading replaced the optimizer's state tensors: capture again
+        self.graphed_collection.forget()
 
     def make_optimizer(self) -> torch.optim.Optimizer:
         return torch.optim.Adam([self.net.flat], lr=self.config.learning_rate, eps=1e-5, fused=True)

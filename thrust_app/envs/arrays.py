@@ -58,27 +58,28 @@ class TorchBackend:
         self._torch = torch
         self.device = torch.device(device)
         self.xp = array_api_compat.array_namespace(torch.zeros(0))
-        self._gen = torch.Generator(device=self.device)
+        #: Every random number of the env's copies comes from here (a captured rollout registers it with its graph).
+        self.generator = torch.Generator(device=self.device)
         if seed is None:
-            self._gen.seed()
+            self.generator.seed()
         else:
-            self._gen.manual_seed(seed)
+            self.generator.manual_seed(seed)
 
     def seed(self, seed: int) -> None:
-        self._gen.manual_seed(seed)
+        self.generator.manual_seed(seed)
 
     def get_state(self) -> Any:
-        return self._gen.get_state()
+        return self.generator.get_state()
 
     def set_state(self, state: Any) -> None:
-        self._gen.set_state(state)
+        self.generator.set_state(state)
 
     def uniform(self, low: float, high: float, shape: tuple[int, ...], dtype: Any) -> Any:
-        u = self._torch.rand(shape, generator=self._gen, device=self.device, dtype=dtype)
+        u = self._torch.rand(shape, generator=self.generator, device=self.device, dtype=dtype)
         return u * (high - low) + low
 
     def integers(self, high: int, shape: tuple[int, ...]) -> Any:
-        return self._torch.randint(0, high, shape, generator=self._gen, device=self.device)
+        return self._torch.randint(0, high, shape, generator=self.generator, device=self.device)
 
     def asarray(self, values: Any, dtype: Any = None) -> Any:
         return self._torch.as_tensor(values, dtype=dtype, device=self.device)

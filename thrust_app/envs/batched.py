@@ -25,6 +25,9 @@ class ArrayBatchedEnv(VecEnv):
     """Shared batching: state is an (N, k) float array; subclasses give start states and dynamics."""
 
     core_id: str
+    #: The attributes that carry the copies from one step to the next; `step` replaces them with new arrays and
+    #: changes none in place (cuda_graph.CapturedCollection relies on both).
+    state_arrays = ("state", "steps", "returns")
 
     def __init__(
         self,
