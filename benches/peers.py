@@ -3,7 +3,7 @@
 Pairs (rl-baselines3-zoo hyperparameters on both sides, 1 torch thread each): PPO, A2C and DQN on
 CartPole, SAC on Pendulum. Thrust trains on its batched CartPole / Pendulum (gymnasium's
 CartPole-v1 / Pendulum-v1 dynamics, tested equal); SB3 on gymnasium's envs in its DummyVecEnv.
-Each run evaluates 10 deterministic episodes every 5k steps (same seeds on both sides) and stops
+Each run evaluates 10 deterministic episodes every 5k steps (`--eval-every`; same seeds on both sides) and stops
 once the mean reaches 475 (Pendulum: -200), or at the zoo's budget. Reported per pair: training
 env-steps/s with evaluation time excluded, and training seconds to solve; medians over seeds and
 the median of the per-seed Thrust/SB3 ratios.
@@ -14,7 +14,7 @@ over the same stretch on both sides: up to the last evaluation both runs reached
 pairs each library runs each algorithm once, untimed, on the quick budget, so that no pair pays the
 process's first-run costs (lazy imports, first calls of each kernel).
 
-    python benches/peers.py [--seeds 5] [--quick] [--json PATH] [--only ppo,dqn]
+    python benches/peers.py [--seeds 5] [--quick] [--json PATH] [--only ppo,dqn] [--eval-every 5000]
     python benches/peers.py --peer cleanrl [--seeds 5]     # CleanRL's ppo.py / dqn.py, see cleanrl_peer.py
 
 Needs `pip install stable-baselines3` (with torch==2.13.0 installed first); the CleanRL peer makes
@@ -94,7 +94,7 @@ QUICK_BUDGET = {"ppo": 16_384, "a2c": 16_000, "dqn": 8_000, "sac": 1_500}
 THRUST_OVERRIDES = {"dqn": {"double_dqn": False}}
 
 
-def run_thrust(algo: str, seed: int, budget: int, stop: bool) -> dict:
+def run_thrust(algo: str, seed: int, budget: int, stop: bool, eval_every: int = EVAL_EVERY) -> dict:
     env, _, threshold, _, _, _ = PAIRS[algo]
     evals: list[tuple[int, float]] = []
     on_record = lambda r: evals.append((r["step"], r["train_s"])) if r["kind"] == "eval" else None  # noqa: E731
@@ -108,7 +108,7 @@ def run_thrust(algo: str, seed: int, budget: int, stop: bool) -> dict:
                 device="cpu",
                 run_dir=Path(tmp) / "run",
                 overrides=THRUST_OVERRIDES.get(algo),
-                eval_every=EVAL_EVERY,
+                eval_every=eval_every,
                 eval_episodes=EVAL_EPISODES,
                 stop_at_return=threshold if stop else None,
                 progress=False,
@@ -195,6 +195,9 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="1 seed, short budgets, no solving: SPS only")
     parser.add_argument("--only", default=",".join(PAIRS))
     parser.add_argument("--json", type=Path)
+    parser.add_argument(
+        "--eval-every", type=int, default=EVAL_EVERY, help="steps between evaluations, both sides (finer: finer solve times)"
+    )
     parser.add_argument("--peer", choices=["sb3", "cleanrl"], default="sb3", help="which library to run against")
     args = parser.parse_args()
     torch.set_num_threads(1)
@@ -218,7 +221,7 @@ def main() -> None:
         for algo in algos:  # alternate: Thrust, SB3, Thrust, SB3, ...
             budget = QUICK_BUDGET[algo] if args.quick else PAIRS[algo][3]
             for lib, fn in (("thrust", run_thrust), ("sb3", run_sb3)):
-                r = {"lib": lib, "algo": algo, "seed": seed, **fn(algo, seed, budget, stop=not args.quick)}
+                r = {"lib": lib, "algo": algo, "seed": seed, **fn(algo, seed, budget, not args.quick, args.eval_every)}
                 runs.append(r)
                 print(
                     f"{lib:6s} {algo} seed {seed}: {r['sps']:8,.0f} steps/s, solved at "

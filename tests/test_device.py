@@ -65,3 +65,29 @@ def test_training_runs_on_cuda_and_the_policy_loads_on_the_cpu(tmp_path, algo, e
         assert all(p.device.type == device for p in policy.parameters())
     resumed = resume(tmp_path, timesteps=2048, **QUIET)  # on the run's own device, from its checkpoint
     assert resumed["device"].startswith("cuda") and resumed["timesteps"] >= 2048
+
+
+@pytest.mark.skipif(
+    not torch.cuda.is_available(), reason="no CUDA device here: the CUDA training path runs in benches/gpu_check.sh"
+)
+def test_a_captured_ppo_run_with_its_envs_on_the_gpu_trains_and_resumes(tmp_path):
+    """cuda_graphs=True with env, policy and update on the GPU: the collection and the update both captured,
+    through the trainer's checkpoints and a resume (which loads the env's arrays anew)."""
+    settings = {"cuda_graphs": True, "n_envs": 64, "n_steps": 16, "batch_size": 256}
+    settings |= {"lr_schedule": "constant", "clip_schedule": "constant"}
+    lines: list[str] = []
+    quiet_with_notes = {"progress": False, "log": lines.append}
+    summary = train(
+        "ppo",
+        "cartpole",
+        timesteps=4096,
+        device="cuda",
+        env_backend="torch",
+        run_dir=tmp_path,
+        overrides=settings,
+        **quiet_with_notes,
+    )
+    assert summary["timesteps"] >= 4096
+    resumed = resume(tmp_path, timesteps=8192, **quiet_with_notes)
+    assert resumed["timesteps"] >= 8192
+    assert not [line for line in lines if "cuda_graphs" in line], lines  # nothing refused: both parts captured

@@ -107,7 +107,8 @@ class PPO(OnPolicyAlgorithm):
             order = torch.randperm(n_samples, generator=self.generator, device=obs.device)
             for start in range(0, n_samples, config.batch_size):
                 index = order[start : start + config.batch_size]
-                minibatch = (obs[index], actions[index], *(values[index] for values in samples))
+                # index_select: the gather obs[index] does, with about half its dispatch time
+                minibatch = tuple(values.index_select(0, index) for values in (obs, actions, *samples))
                 # a replayed graph returns its own log tensor, which the next replay overwrites: keep a copy
                 logged.append(self.graphed_update(minibatch).clone())
             if config.target_kl and float(logged[-1][3]) > 1.5 * config.target_kl:
