@@ -262,6 +262,31 @@ def test_a_killed_trial_retries_from_its_checkpoint_and_a_killed_driver_resumes(
     assert ledger(folder)["0"]["failures"] >= 1
     # the killed worker's temporary checkpoint folders (inside the sweep folder) are gone with the sweep
     assert not (folder / "scratch").exists()
+    # Tune kept every report's checkpoint, each a marker of the trial and step (the state is the run folder's
+    # last.pt), so none that Tune's experiment state names was deleted before the restore
+    for number in range(4):
+        kept = list((folder / "ray" / "restore" / f"trial-{number:04d}").glob("checkpoint_*"))
+        assert len(kept) > 2 and all(sorted(p.name for p in marker.iterdir()) == ["trial.json"] for marker in kept)
+
+
+def test_a_trial_restarts_from_its_run_folder_or_from_the_state_a_pbt_checkpoint_carries(tmp_path):
+    from ray import tune
+
+    from thrust_app.sweep import TRIAL_FILE, SweepSpec
+    from thrust_app.sweep_ray import restart_point
+
+    spec = SweepSpec(name="s", algo="ppo", env="bandit", timesteps=1024, search={})
+    params = {"learning_rate": 1e-3}
+    checkpoint = tmp_path / "checkpoint"
+    checkpoint.mkdir()
+    (checkpoint / TRIAL_FILE).write_text(json.dumps({"trial": 3, "params": params, "step": 512}))
+    restart = lambda scratch: restart_point(tune.Checkpoint.from_directory(checkpoint), scratch, tmp_path, spec, 3, params)  # noqa: E731
+    (tmp_path / "a").mkdir()
+    assert restart(tmp_path / "a") is None  # a marker: run_seed goes on from the run folder's last.pt
+    (checkpoint / "last.pt").write_bytes(b"state")  # under PBT the checkpoint carries the trainer's state
+    (tmp_path / "b").mkdir()
+    start = restart(tmp_path / "b")
+    assert start.checkpoint.read_bytes() == b"state" and not start.overrides  # its own settings
 
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason="this machine has a GPU: the refusal is for machines without one")

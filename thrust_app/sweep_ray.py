@@ -6,14 +6,16 @@ per-trial CPUs and GPU shares, retries of a failed trial from its last checkpoin
 the driver was killed, and clusters (`--address HOST:PORT` joins one; without it Thrust starts a
 local Ray and stops it at the end).
 
-A trial reports each evaluation of its first seed to Tune with a checkpoint (its trainer's state and
-its settings); Tune stopping it (a scheduler's prune, PBT's pause, the sweep being stopped) ends the run
-as "stopped", checkpoint and summary written, and the ledger says why. A restart from another trial's
-checkpoint (a PBT exploit) continues the trial's own run folder from that state under the trial's new
-settings (`trainer.ResumeFrom`), and its trial.json lists each such exploit. The driver keeps the
-sweep's ledger, `runs/<sweep>/trials.json` (state, score, settings, nodes of every trial), which
-`thrust sweep` and the dashboard read. Tune's own state and the checkpoints are in `runs/<sweep>/ray/`
-(the storage path: on a cluster, the sweep folder must be on storage every node sees).
+A trial reports each evaluation of its first seed to Tune with a checkpoint: its settings and step, and
+under PBT a copy of its trainer's state (outside PBT the state is the run folder's last.pt, written at
+the report; a retry or a restore goes on from there); Tune stopping it (a scheduler's prune, PBT's
+pause, the sweep being stopped) ends the run as "stopped", checkpoint and summary written, and the
+ledger says why. A restart from another trial's checkpoint (a PBT exploit) continues the trial's own run
+folder from that state under the trial's new settings (`trainer.ResumeFrom`), and its trial.json lists
+each such exploit. The driver keeps the sweep's ledger, `runs/<sweep>/trials.json` (state, score,
+settings, nodes of every trial), which `thrust sweep` and the dashboard read. Tune's own state and the
+checkpoints are in `runs/<sweep>/ray/` (the storage path: on a cluster, the sweep folder must be on
+storage every node sees).
 """
 
 from __future__ import annotations
@@ -173,7 +175,10 @@ class TrialReporter:
             "node": self.node,
         }
         with tempfile.TemporaryDirectory(prefix="report-", dir=self.scratch_root) as folder:
-            trainer.checkpoint(Path(folder) / "last.pt")
+            if self.spec.pruner == "pbt":  # other trials restart from this state, later too: Tune keeps a copy
+                trainer.checkpoint(Path(folder) / "last.pt")
+            else:  # the run folder's own last.pt holds the state; Tune's checkpoint marks the trial and step
+                trainer.save_finite_checkpoint()  # (weights no longer finite: the last finite last.pt stays)
             atomic_write_json(Path(folder) / TRIAL_FILE, {**self.meta, "step": trainer.step})
             try:
                 tune.report(metrics, checkpoint=tune.Checkpoint.from_directory(folder))  # copied to storage here
@@ -185,8 +190,9 @@ class TrialReporter:
 def restart_point(
     checkpoint: tune.Checkpoint | None, scratch: Path, root: Path, spec: SweepSpec, number: int, params: dict[str, Any]
 ) -> ResumeFrom | None:
-    """Where a trial that Tune starts with a checkpoint goes on from (None without one): its own
-    checkpoint (a retry after a failure, or Tuner.restore), or another trial's under this trial's
+    """Where a trial that Tune starts with a checkpoint goes on from (None: its run folder, as `run_seed`
+    finds it): its own state (a retry after a failure, or Tuner.restore; outside PBT the checkpoint only
+    marks the step, the state being the run folder's last.pt), or another trial's under this trial's
     settings (a PBT exploit, recorded in the run folder's trial.json)."""
     if checkpoint is None:
         return None
@@ -194,7 +200,7 @@ def restart_point(
     source = read_json(scratch / TRIAL_FILE)
     run_dir = run_folder(root, spec, number, 0)
     if source["trial"] == number and source["params"] == params:
-        return ResumeFrom(checkpoint=scratch / "last.pt")
+        return ResumeFrom(checkpoint=scratch / "last.pt") if (scratch / "last.pt").exists() else None
     record = read_json(run_dir / TRIAL_FILE) if (run_dir / TRIAL_FILE).exists() else {}
     exploit = {"step": source["step"], "from_trial": source["trial"], "from_params": source["params"], "params": params}
     if record.get("exploits", [None])[-1] != exploit:  # Tune may restart a trial from the same one twice
@@ -306,8 +312,11 @@ def run_ray_sweep(
                     name=spec.name,
                     storage_path=str(storage),
                     failure_config=tune.FailureConfig(max_failures=spec.max_failures),
-                    # PBT restores trials from other trials' older checkpoints: it keeps them all
-                    checkpoint_config=tune.CheckpointConfig(num_to_keep=None if spec.pruner == "pbt" else 2),
+                    # Every checkpoint is kept: PBT restarts trials from other trials' older ones, and Tune's
+                    # experiment state, written in the background, can name one that a newer checkpoint has
+                    # already replaced, which Tuner.restore after a killed driver cannot load. Outside PBT a
+                    # checkpoint is a few bytes (TrialReporter.report).
+                    checkpoint_config=tune.CheckpointConfig(num_to_keep=None),
                     callbacks=[Ledger(folder, log)],
                     verbose=0,
                 ),
