@@ -1,6 +1,7 @@
 """The fastest CartPole solve on one core: training seconds until an evaluation's mean return reaches 475.
 
     python benches/fast_cartpole.py [--seeds 10] [--no-sb3]
+    python benches/fast_cartpole.py --gpu [--seeds 5]     # the `gpu` preset on CUDA (benches/gpu_check.sh runs it)
 
 For each seed, in one process with one torch thread, alternating the contenders seed by seed (the host's
 speed drifts): Thrust's PPO with `--preset fast` (the zoo's settings, evaluated every 1,024 steps), with the
@@ -8,7 +9,9 @@ default (zoo) preset at its default evaluation interval, with the zoo's settings
 (the same 256-step rollout in half the vector steps), and Stable-Baselines3's PPO at the zoo's CartPole
 settings evaluated every 1,024 steps (the same hyperparameters as the fast preset). "Training seconds" leave
 the evaluations out (Thrust's train clock; for SB3, the wall time minus the time its evaluations took);
-a seed that never solves within the budget counts as unsolved.
+a seed that never solves within the budget counts as unsolved. `--gpu` runs Thrust's `--preset gpu` on CUDA
+instead (4,096 envs on the device, the update and the collection captured as CUDA graphs), also reporting
+the seconds to the solve with the evaluations in.
 Prints a markdown table (median and max seconds, median steps, seeds solved).
 """
 
@@ -35,13 +38,19 @@ EVAL_EVERY = 1024
 
 def thrust_solve(seed: int, preset: str, overrides: dict | None = None) -> tuple[float | None, int | None]:
     """(training seconds, env steps) at the first evaluation >= 475, or (None, None)."""
+    summary = thrust_run(seed, preset, overrides)
+    return summary["solved_at_train_s"], summary["solved_at_step"]
+
+
+def thrust_run(seed: int, preset: str, overrides: dict | None = None, device: str = "cpu") -> dict:
+    """The summary of a Thrust PPO run from `preset`, stopped at the first evaluation >= 475."""
     with tempfile.TemporaryDirectory() as folder:
         summary = stop_if_signalled(
             train(
                 "ppo",
                 "cartpole",
                 seed=seed,
-                device="cpu",
+                device=device,
                 preset=preset,
                 overrides=overrides,
                 stop_at_return=THRESHOLD,
@@ -50,7 +59,7 @@ def thrust_solve(seed: int, preset: str, overrides: dict | None = None) -> tuple
                 log=lambda _: None,
             )
         )
-    return summary["solved_at_train_s"], summary["solved_at_step"]
+    return summary
 
 
 def sb3_solve(seed: int, budget: int) -> tuple[float | None, int | None]:
@@ -75,8 +84,14 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seeds", type=int, default=10)
     parser.add_argument("--no-sb3", action="store_true", help="leave Stable-Baselines3 out")
+    parser.add_argument("--gpu", action="store_true", help="Thrust's `--preset gpu` on CUDA (no CPU contenders)")
     args = parser.parse_args()
     torch.set_num_threads(1)
+    if args.gpu:
+        if not torch.cuda.is_available():
+            sys.exit("fast_cartpole --gpu: no CUDA device here (torch.cuda.is_available() is False); run it on a GPU")
+        gpu_table(args.seeds)
+        return
     contenders = {
         "Thrust PPO `--preset fast` (the zoo's settings, 8 envs x 32 steps, eval every 1,024)": lambda seed: thrust_solve(
             seed, "fast"
@@ -99,6 +114,20 @@ def main() -> None:
     print("|---|---|---|---|---|")
     for name in contenders:
         print(row(name, results[name]))
+
+
+def gpu_table(seeds: int) -> None:
+    """`--preset gpu` on CUDA, seed by seed: seconds to the solve, training only and with the evaluations in."""
+    summaries = []
+    for seed in range(seeds):
+        summaries.append(thrust_run(seed, "gpu", device="cuda"))
+        solved = summaries[-1]
+        print(f"seed {seed}: {solved['solved_at_train_s']} s training, {solved['solved_at_s']} s in all", flush=True)
+    print(f"\nPPO CartPole on CUDA, `--preset gpu`, seconds to a mean eval return >= 475 ({seeds} seeds)\n")
+    print("| seconds | median s | max s | median steps | solved |")
+    print("|---|---|---|---|---|")
+    for name, key in (("training", "solved_at_train_s"), ("with the evaluations", "solved_at_s")):
+        print(row(name, [(summary[key], summary["solved_at_step"]) for summary in summaries]))
 
 
 if __name__ == "__main__":

@@ -3,9 +3,9 @@
 # the CPU (DQN's, SAC's and PPO's also captured as CUDA graphs, `cuda_graphs=True`), exported policies on
 # onnxruntime (its CUDA provider where installed), batched PPO CartPole end to end on the GPU at 1k/4k/16k
 # envs, eager and captured (env, policy and update on the device; host syncs per iteration counted; captured:
-# the update's minibatch steps and the rollout's collection), where a 16k-env iteration's time goes, the
-# CUDA tests, and the bandit and CartPole examples on CUDA. Every step has a timeout (together at most
-# 480 s). Results go to $1 (or $OUT).
+# the update's minibatch steps and the rollout's collection), where a 16k-env iteration's time goes,
+# CartPole solved with `--preset gpu`, the CUDA tests, and the bandit and CartPole examples on CUDA. Every
+# step has a timeout (together at most 540 s). Results go to $1 (or $OUT).
 #
 # The lent GPU machine has python3 (3.12) with CUDA torch, onnxruntime (CPU build), numpy, pytest and tqdm,
 # but no network and no gymnasium / array-api-compat. Bring those as wheels in .whl/ (ignored by git):
@@ -43,6 +43,8 @@ log="$out/gpu_check.log"
     --profile > "$out/batched_ppo_profile.txt" 2>&1; grep -E "^N=|Self CUDA time total" "$out/batched_ppo_profile.txt"
   echo "== the same on the CPU at 1k envs, for the ratio"
   timeout 25 python3 benches/batched_ppo.py --quick --devices cpu --envs 1024 --json "$out/batched_ppo_cpu.json"
+  echo "== CartPole solved on the GPU: --preset gpu (4,096 envs on the device, CUDA graphs), 5 seeds"
+  timeout 60 python3 benches/fast_cartpole.py --gpu --seeds 5
   echo "== the CUDA tests: captured DQN/SAC/PPO updates against eager ones, the batched envs, training and loading on cuda"
   timeout 90 python3 -m pytest -q -p no:cacheprovider tests/test_cuda_graph.py tests/test_device.py tests/envs/test_batched.py -k cuda
   echo "== examples on cuda (their progress bars: $out/examples_stderr.log)"

@@ -4,6 +4,7 @@ before any run folder exists; a bad one is refused naming the problem."""
 from __future__ import annotations
 
 import pytest
+import torch
 
 from thrust_app.algos import ALGOS
 from thrust_app.config import ConfigError, apply_overrides
@@ -79,6 +80,44 @@ def test_a_named_preset_sets_its_settings_evaluation_and_stop_and_the_command_re
     mine = make_spec("ppo", "cartpole", preset="fast", eval_every=2048, overrides={"n_epochs": 5})
     assert mine.eval_every == 2048 and mine.overrides == {"n_epochs": 5}  # the user's values win
     assert make_spec("ppo", "cartpole").config["n_envs"] == 8 and "--preset" not in make_spec("ppo", "cartpole").command()
+
+
+def test_the_gpu_preset_puts_the_envs_on_the_device_unless_the_user_says_otherwise():
+    from thrust_app.run_spec import make_spec
+
+    spec = make_spec("ppo", "cartpole", preset="gpu")
+    assert (spec.env_backend, spec.config["n_envs"], spec.config["cuda_graphs"]) == ("torch", 4096, True)
+    assert "--env-backend" not in spec.command()  # the preset's own choice needs no repeating
+    assert make_spec("ppo", "cartpole", preset="gpu", env_backend="numpy").env_backend == "numpy"
+    assert make_spec("ppo", "cartpole").env_backend == "numpy"
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="this machine has CUDA: the preset would capture graphs")
+def test_the_gpu_preset_runs_on_a_cpu_with_one_note_that_its_graphs_are_unavailable(tmp_path):
+    lines: list[str] = []
+    summary = train(
+        "ppo",
+        "cartpole",
+        preset="gpu",
+        timesteps=2 * 65_536,
+        device="cpu",
+        run_dir=tmp_path / "run",
+        progress=False,
+        log=lines.append,
+    )
+    assert summary["status"] in ("finished", "solved") and summary["timesteps"] == 2 * 65_536
+    assert len([line for line in lines if "cuda_graphs" in line]) == 1, lines
+
+
+def test_the_command_repeats_every_choice_that_differs_from_the_presets():
+    from thrust_app.run_spec import make_spec
+
+    spec = make_spec("ppo", "cartpole", device="cpu", env_backend="torch", eval_every=2048, eval_episodes=3)
+    words = spec.command().split()
+    for flag, value in [("--device", "cpu"), ("--env-backend", "torch"), ("--eval-every", "2048"), ("--eval-episodes", "3")]:
+        assert words[words.index(flag) + 1] == value
+    plain = make_spec("ppo", "cartpole").command()
+    assert not any(flag in plain for flag in ("--device", "--env-backend", "--eval-every", "--eval-episodes"))
 
 
 def test_an_unknown_preset_is_one_line_naming_the_presets_there():

@@ -70,7 +70,7 @@ def test_training_runs_on_cuda_and_the_policy_loads_on_the_cpu(tmp_path, algo, e
 @pytest.mark.skipif(
     not torch.cuda.is_available(), reason="no CUDA device here: the CUDA training path runs in benches/gpu_check.sh"
 )
-def test_a_captured_ppo_run_with_its_envs_on_the_gpu_trains_and_resumes(tmp_path):
+def test_a_captured_ppo_run_with_its_envs_on_cuda_trains_and_resumes(tmp_path):
     """cuda_graphs=True with env, policy and update on the GPU: the collection and the update both captured,
     through the trainer's checkpoints and a resume (which loads the env's arrays anew)."""
     settings = {"cuda_graphs": True, "n_envs": 64, "n_steps": 16, "batch_size": 256}

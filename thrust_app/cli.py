@@ -362,8 +362,8 @@ def add_train_command(subcommands: argparse._SubParsersAction) -> None:
     train.add_argument(
         "--env-backend",
         choices=("numpy", "torch"),
-        default="numpy",
-        help="batched envs as numpy arrays on the host (default) or torch tensors on the training device",
+        help="batched envs as numpy arrays on the host or torch tensors on the training device (default: the "
+        "preset's, numpy except for --preset gpu)",
     )
     train.add_argument("--resume", metavar="RUN_DIR", help="continue a run from its last checkpoint")
     train.add_argument("--quiet", action="store_true", help="no progress bar")

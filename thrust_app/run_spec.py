@@ -14,7 +14,7 @@ from .config import ConfigError, apply_overrides
 from .envs import env_spaces, make_env
 from .envs.batched import BATCHED_ENVS
 from .envs.core import UnknownEnvError, resolve_env_id
-from .presets import get_preset
+from .presets import Preset, get_preset
 from .runs import RunDirError, read_json
 
 #: Returns at which Thrust's envs count as solved (gymnasium envs use their spec's reward_threshold).
@@ -27,6 +27,10 @@ SOLVED_AT = {
 }
 
 
+#: Deterministic episodes per evaluation unless the user says otherwise.
+EVAL_EPISODES = 10
+
+
 @dataclasses.dataclass
 class RunSpec:
     """Everything that defines a run; saved as config.json."""
@@ -37,7 +41,7 @@ class RunSpec:
     seed: int = 0
     device: str = "auto"
     eval_every: int = 0
-    eval_episodes: int = 10
+    eval_episodes: int = EVAL_EPISODES
     stop_at_return: float | None = None
     checkpoint_every: int = 0
     torch_threads: int = 1
@@ -54,9 +58,18 @@ class RunSpec:
 
     def command(self) -> str:
         """The `thrust train` command line that makes this run again."""
+        preset = get_preset(self.algo, self.env, self.preset)
         words = ["thrust", "train", self.algo, self.env, "--timesteps", str(self.timesteps), "--seed", str(self.seed)]
         if self.preset != "default":
             words += ["--preset", self.preset]
+        if self.device != "auto":
+            words += ["--device", self.device]
+        if self.env_backend != preset.env_backend:
+            words += ["--env-backend", self.env_backend]
+        if self.eval_every != default_eval_every(preset, self.timesteps):
+            words += ["--eval-every", str(self.eval_every)]
+        if self.eval_episodes != EVAL_EPISODES:
+            words += ["--eval-episodes", str(self.eval_episodes)]
         if self.stop_at_return is not None:
             words += ["--stop-at-return", str(self.stop_at_return)]
         if self.tensorboard:
@@ -65,6 +78,11 @@ class RunSpec:
             text = ",".join(map(str, value)) if isinstance(value, (tuple, list)) else str(value)
             words += ["--set", f"{key}={text}"]
         return shlex.join(words)
+
+
+def default_eval_every(preset: Preset, timesteps: int) -> int:
+    """Env steps between evaluations when the user gives none: the preset's, else timesteps / 20 (at least 1,000)."""
+    return preset.eval_every if preset.eval_every is not None else max(1000, timesteps // 20)
 
 
 def resolve_env_name(name: str) -> str:
@@ -104,20 +122,21 @@ def make_spec(
     seed: int = 0,
     device: str = "auto",
     eval_every: int | None = None,
-    eval_episodes: int = 10,
+    eval_episodes: int = EVAL_EPISODES,
     stop_at_return: float | None = None,
     overrides: dict[str, Any] | list[str] | None = None,
     checkpoint_every: int | None = None,
     torch_threads: int = 1,
-    env_backend: str = "numpy",
+    env_backend: str | None = None,
     tensorboard: bool = False,
     preset: str = "default",
 ) -> RunSpec:
     """Check every choice and fill in presets; any bad value raises a clear error before work starts."""
     algo_cls = get_algo(algo)
     env_id = resolve_env_name(env)
-    check_env_fits(algo_cls, env_id, env_backend)
     chosen = get_preset(algo_cls.name, env_id, preset)
+    env_backend = chosen.env_backend if env_backend is None else env_backend
+    check_env_fits(algo_cls, env_id, env_backend)
     start = dataclasses.asdict(apply_overrides(algo_cls.Config(), chosen.config, algo_cls.name))
     checked = apply_overrides(algo_cls.Config(**start), overrides, algo_cls.name)
     config = dataclasses.asdict(checked)
@@ -141,7 +160,7 @@ def make_spec(
         timesteps=timesteps,
         seed=seed,
         device=device,
-        eval_every=eval_every if eval_every is not None else max(1000, timesteps // 20),
+        eval_every=eval_every if eval_every is not None else default_eval_every(chosen, timesteps),
         eval_episodes=eval_episodes,
         stop_at_return=stop_at_return,
         checkpoint_every=checkpoint_every if checkpoint_every is not None else max(10_000, timesteps // 10),

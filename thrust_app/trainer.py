@@ -263,7 +263,7 @@ def train(
     overrides: dict[str, Any] | list[str] | None = None,
     checkpoint_every: int | None = None,
     torch_threads: int = 1,
-    env_backend: str = "numpy",
+    env_backend: str | None = None,
     tensorboard: bool = False,
     preset: str = "default",
     progress: bool = True,
