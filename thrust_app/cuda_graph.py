@@ -24,8 +24,9 @@ import torch
 
 from .envs.batched import ArrayBatchedEnv
 
-#: One update on a tuple of input tensors (a replay batch, a PPO minibatch); returns what it logs.
-Step = Callable[[Sequence[torch.Tensor]], Any]
+#: What is captured: an update on a tuple of input tensors (a replay batch, a PPO minibatch), returning what
+#: it logs, or a collection from (env, env_io, obs), returning rollout.CollectedSteps.
+Step = Callable[[Sequence[Any]], Any]
 
 #: Eager calls before capture: they let cuBLAS and the allocator settle on a side stream (PyTorch's rule).
 WARMUP_CALLS = 3
@@ -112,7 +113,7 @@ class GraphedStep:
         self.step = step
         self.state = state  #: every tensor the step changes in place, asked for at capture time
         self.enabled = False
-        self.captured: CapturedUpdate | None = None
+        self.captured: CapturedUpdate | CapturedCollection | None = None
         self.eager_calls = 0
 
     def __call__(self, inputs: Sequence[Any]) -> Any:
@@ -144,7 +145,7 @@ class CapturedCollection:
 
     def __init__(self, collect: Step, example: Sequence[Any]) -> None:
         env, env_io, obs = example
-        self.env, self.env_io = env, env_io
+        self.env = env
         self.state = {name: getattr(env, name).clone() for name in env.state_arrays}
         self.obs = obs.clone()
         rngs = torch.cuda.get_rng_state(), env.backend.get_state()
