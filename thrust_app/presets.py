@@ -86,10 +86,10 @@ _add(
 # collection and the minibatch steps replayed as CUDA graphs (backends.md, GPU check: 4.9M env-steps/s on an
 # H200). The zoo's other settings with constant schedules (a graph keeps the values it was captured with),
 # evaluated every iteration: solved after a median 1.2M steps on an H200 (5 seeds), 1.7-1.9M on one CPU core
-# (2 seeds, about 14 s).
+# (2 seeds, about 14 s). Thrust's CartPole only: gymnasium's CartPole-v1 has no torch arrays.
 _add(
     "ppo",
-    _CARTPOLE_IDS,
+    ("thrust/CartPole-v0",),
     Preset(
         10_000_000,
         dict(_PRESETS[("ppo", "CartPole-v1")].config)

@@ -147,6 +147,27 @@ def test_the_form_shows_the_preset_the_run_will_use(dirs):
     assert at.text_input(key="new-timesteps").value == "200000"
 
 
+def test_a_named_preset_fills_the_form_and_another_pair_goes_back_to_its_default(dirs):
+    at = new_app()
+    at.selectbox(key="new-env").set_value("cartpole").run()
+    at.selectbox(key="new-algo").set_value("ppo").run()
+    assert at.selectbox(key="new-preset").options == ["default", "fast", "gpu"]
+    at.text_input(key="hp-ppo-n_envs").set_value("16").run()
+    at.selectbox(key="new-preset").set_value("gpu").run()
+    assert at.text_input(key="hp-ppo-n_envs").value == "4096"  # the preset's, not the value typed before
+    assert at.text_input(key="hp-ppo-cuda_graphs").value == "True"
+    assert at.text_input(key="new-timesteps").value == "10000000"
+    at.selectbox(key="new-env").set_value("pendulum").run()
+    assert at.selectbox(key="new-preset").options == ["default"] and at.selectbox(key="new-preset").value == "default"
+
+
+def test_the_run_started_from_a_named_preset_records_it(dirs):
+    path = jobs.start_run("ppo", "cartpole", timesteps=2048, seed=0, device="cpu", overrides={"n_envs": 16}, preset="fast")
+    wait_until(lambda: (path / "config.json").exists(), 60)
+    config = json.loads((path / "config.json").read_text())
+    assert config["preset"] == "fast" and config["eval_every"] == 1024 and "--preset fast" in config["command"]
+
+
 def test_start_sends_every_field_and_selects_the_new_run(dirs):
     at = new_app()
     at.selectbox(key="new-env").set_value("cartpole").run()

@@ -25,7 +25,7 @@ from thrust_app.bundle import BundleError
 from thrust_app.config import ConfigError, apply_overrides, field_help
 from thrust_app.dashboard import jobs
 from thrust_app.envs.core import ALIASES, Box, Discrete
-from thrust_app.presets import get_preset
+from thrust_app.presets import DEFAULT_PRESET, get_preset, preset_names
 
 OTHER_ENV = "other gymnasium id…"
 REFRESH_S = 2.0
@@ -95,14 +95,21 @@ def hp_key(algo: str, name: str) -> str:
 
 
 def shown_preset(algo: str, env_name: str):
-    """The preset a run of `algo` on `env_name` starts from: looked up by the env's full id, as the trainer does."""
+    """The preset a run of `algo` on `env_name` starts from (the form's choice, else the pair's default one):
+    looked up by the env's full id, as the trainer does."""
     from thrust_app.run_spec import resolve_env_name
 
-    return get_preset(algo, resolve_env_name(env_name))
+    return get_preset(algo, resolve_env_name(env_name), st.session_state.get("new-preset", DEFAULT_PRESET))
 
 
 def reset_form_values() -> None:
-    """The env or the algorithm changed: forget typed values, so the form shows the new preset's."""
+    """The env or the algorithm changed: back to the pair's default preset, typed values forgotten."""
+    st.session_state.pop("new-preset", None)
+    reset_typed_values()
+
+
+def reset_typed_values() -> None:
+    """The preset changed: forget typed values, so the form shows the preset's."""
     for key in [key for key in st.session_state if str(key).startswith("hp-") or key == "new-timesteps"]:
         del st.session_state[key]
 
@@ -154,6 +161,7 @@ def submit_new_run(env_name: str, algo: str) -> None:
                 seed=seed,
                 device=st.session_state.get("new-device", "auto"),
                 overrides=overrides,
+                preset=st.session_state.get("new-preset", DEFAULT_PRESET),
             )
             for seed in seeds
         ]
@@ -253,6 +261,16 @@ def new_run_tab() -> None:
         help=f"this machine: {machine_devices()}; auto takes CUDA when present",
     )
     st.caption(f"This machine: {machine_devices()}")
+    from thrust_app.run_spec import resolve_env_name
+
+    st.selectbox(
+        "Preset",
+        preset_names(algo, resolve_env_name(env_name)),
+        key="new-preset",
+        help="where the settings start: the pair's tuned default, or a named one (fast: the quickest CartPole solve "
+        "on one core; gpu: 4,096 envs on a GPU with CUDA graphs)",
+        on_change=reset_typed_values,
+    )
     preset = shown_preset(algo, env_name)
     config = apply_overrides(ALGOS[algo].Config(), preset.config)
     load_zoo_settings(algo, env_name, {f.name for f in dataclasses.fields(config)})

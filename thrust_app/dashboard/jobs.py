@@ -148,12 +148,13 @@ def start_run(
     name: str | None = None,
     root: Path | None = None,
     eval_every: int | None = None,
+    preset: str = "default",
 ) -> Path:
     """Check the choices in this process (so errors show at once), then train in a new process."""
     from ..run_spec import make_spec
     from ..runs import new_run_dir
 
-    spec = make_spec(algo, env, timesteps, seed, device, eval_every, overrides=overrides)  # raises on bad input
+    spec = make_spec(algo, env, timesteps, seed, device, eval_every, overrides=overrides, preset=preset)  # raises on bad input
     root = root or runs_root()
     alias = spec.env.split("/")[-1].split("-v")[0].lower()
     path = new_run_dir(root, name or f"{spec.algo}-{alias}-s{seed}-{time.strftime('%Y%m%d-%H%M%S')}")
@@ -171,6 +172,8 @@ def start_run(
     ]
     if eval_every:
         args += ["--eval-every", str(eval_every)]
+    if preset != "default":
+        args += ["--preset", preset]
     for key, value in overrides.items():
         args += ["--set", f"{key}={','.join(map(str, value)) if isinstance(value, (list, tuple)) else value}"]
     _launch(args, path, {"algo": spec.algo, "env": spec.env, "timesteps": timesteps, "seed": seed, "device": device})
