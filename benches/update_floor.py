@@ -1,14 +1,18 @@
 """How much of a DQN / SAC update is matmul arithmetic, and how much is everything else.
 
 Times one gradient step of the zoo presets (DQN: 64 samples, 256x256 Q-net; SAC: 256 samples,
-256x256 actor and critics), each way the algorithm can compute it (`backward="fast"`, the written-out
-update, and `backward="autograd"`, the reference), against its matmul floor: every matmul the step
-launched (mm, addmm, bmm, baddbmm, forward and backward, recorded by a dispatch mode during one step)
-replayed alone on tensors of the same shapes and strides, and the products the written-out update hands
-to numpy (fast_mlp.matmul), replayed in numpy and, for comparison, in torch. The floor bounds what any rewrite of the
-update could gain at the same hyperparameters on one thread; the overhead share is 1 - floor / update.
-The floor's arithmetic rate (2 m k n flops per m x k by k x n product) says how close its matmuls run
-to the core's peak.
+256x256 actor and critics), each way the algorithm can compute it (`backward="compiled"`, the written-out
+update compiled by numba; `backward="fast"`, the written-out update in torch; `backward="autograd"`, the
+reference), against its matmul floor: every matmul the step launched (mm, addmm, bmm, baddbmm, forward and
+backward, recorded by a dispatch mode during one step) replayed alone on tensors of the same shapes and
+strides, and the products the written-out update hands to numpy (fast_mlp.matmul), replayed in numpy and,
+for comparison, in torch. The compiled update computes the same products as the written-out one; its floor
+is the faster of their torch replay and their replay in one numba call through compiled_kernels.matmul (as
+its kernels call them). The floor bounds what any rewrite of the update could gain at the same
+hyperparameters on one thread; the overhead share is 1 - floor / update. For the compiled update the bench
+also replays the products right after the Adam steps, as an update meets them (Adam's memory traffic
+evicts some of what they read). The floor's arithmetic rate (2 m k n flops per m x k by k x n product)
+says how close its matmuls run to the core's peak.
 Then one acting step (the behaviour policy's batch-1 forward, the env step, the replay-buffer write)
 and each of its parts, in microseconds, as the reference (`acting="torch"`) and the fast path
 (`acting="fast"`, fast_acting.py) take it. Last, what denormal floats cost: the zoo DQN trained twice
@@ -26,14 +30,18 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+import numba
 import numpy as np
 import torch
+from numba import literal_unroll
 from torch.utils._python_dispatch import TorchDispatchMode
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from trainer_throughput import build
 
 import thrust_app.fast_mlp as fast_mlp
+from thrust_app.compiled_kernels import SGEMM_SOURCE
+from thrust_app.compiled_kernels import matmul as compiled_matmul
 from thrust_app.device import resolve_device
 from thrust_app.fast_mlp import adam_step
 
@@ -74,6 +82,8 @@ class MatmulRecorder(TorchDispatchMode):
     def __init__(self) -> None:
         super().__init__()
         self.calls: list[Callable[[], object]] = []
+        #: (left, right) of every product, in order, on stand-in tensors
+        self.products: list[tuple[torch.Tensor, torch.Tensor]] = []
         self.numpy_operands: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
         self.flops = 0
         self.other_ops = 0
@@ -90,6 +100,7 @@ class MatmulRecorder(TorchDispatchMode):
     def record_numpy(self, left: np.ndarray, right: np.ndarray, out: np.ndarray) -> None:
         operands = (numpy_stand_in(left), numpy_stand_in(right), numpy_stand_in(out))
         self.numpy_operands.append(operands)
+        self.products.append(tuple(torch.from_numpy(array) for array in operands[:2]))
         self.calls.append(lambda: np.matmul(operands[0], operands[1], out=operands[2]))
         self.flops += 2 * left.size * right.shape[1]
         self.numpy_matmul(left, right, out)
@@ -110,6 +121,7 @@ class MatmulRecorder(TorchDispatchMode):
             replay_args, replay_kwargs = [stand_in(a) for a in args], {k: stand_in(v) for k, v in kwargs.items()}
             self.calls.append(lambda: func(*replay_args, **replay_kwargs))
             left, right = args[1:3] if func.overloadpacket in ADDING else args[:2]  # addmm's input comes first
+            self.products.append((stand_in(left), stand_in(right)))
             self.flops += 2 * left.numel() * right.shape[-1]  # 2 (batch) m k n
         elif "adam" not in func.__name__:
             self.other_ops += 1
@@ -122,6 +134,23 @@ def record(step: Callable[[], object]) -> MatmulRecorder:
     with recorder:
         step()
     return recorder
+
+
+@numba.njit
+def replay_products(products) -> None:
+    for product in literal_unroll(products):  # (left, right, out); a heterogeneous tuple is unrolled
+        compiled_matmul(product[0], product[1], product[2])
+
+
+def compiled_replayer(products: list[tuple[torch.Tensor, torch.Tensor]]) -> Callable[[], None]:
+    """The products replayed as the compiled updates compute them: compiled_kernels.matmul (each product
+    by the BLAS faster at its shape, called directly) in one numba call, on the same shapes and layouts."""
+    if any(left.dim() != 2 for left, _ in products):
+        raise ValueError("the compiled replay takes matrix products only")
+    operands = tuple(
+        (left.numpy(), right.numpy(), np.empty((left.shape[0], right.shape[1]), np.float32)) for left, right in products
+    )
+    return lambda: replay_products(operands)
 
 
 def replayer(calls: list[Callable[[], object]]) -> Callable[[], None]:
@@ -146,10 +175,14 @@ def main() -> None:
     resolve_device("cpu", torch_threads=1)  # one torch thread, one BLAS thread for numpy
     for algo in ("dqn", "sac"):
         calls = 100 if algo == "dqn" else 20
-        for backward in ("fast", "autograd"):
+        for backward in ("compiled", "fast", "autograd"):
             agent, env, io, obs = build(algo, torch.device("cpu"), learning_starts=1, backward=backward)
+            agent.prepare(env)  # decides on the compiled update (holds its BLAS to one thread)
             while agent.buffer.size < 2048:
                 obs = agent.iteration(env, io, obs).obs
+            if backward == "compiled":
+                compiled_floor(agent, calls, args.rounds)
+                continue
             recorder = record(agent.train_step)
             update = best_ms(agent.train_step, calls, args.rounds)
             floor = best_ms(replayer(recorder.calls), calls, args.rounds)
@@ -172,6 +205,44 @@ def main() -> None:
         print(f"{algo}: acting step, acting=torch (goal <= 60 us): " + acting_step(agent, env, io, obs, args.rounds))
         print(f"{algo}: acting step, acting=fast (goal <= 60 us): " + fast_acting_step(agent, env, obs, args.rounds))
     print(f"dqn, zoo preset, 40 iterations of 256 steps and 128 updates: {denormal_cost(40, args.rounds)}")
+
+
+def compiled_floor(agent, calls: int, rounds: int) -> None:
+    """The compiled update (`backward="compiled"`) against its floor: the products of the written-out update
+    (the compiled kernels compute the same ones, in the same layouts), replayed by torch and by one numba call;
+    the overhead share is taken against the faster of the two."""
+    if not agent.use_compiled_update:
+        raise SystemExit(f"{agent.name}: backward=compiled did not take: {'; '.join(agent.notes)}")
+    agent.use_compiled_update = False  # record the written-out update's products, then time the compiled one
+    recorder = record(agent.train_step)
+    agent.use_compiled_update = True
+    compiled_replay, adam = compiled_replayer(recorder.products), adam_steps(agent)
+
+    def replay_after_adam() -> None:  # the products as an update meets them: after an Adam step's memory traffic
+        adam()
+        compiled_replay()
+
+    timings = {
+        "update": agent.train_step,
+        "torch": replayer(recorder.calls),
+        "compiled": compiled_replay,
+        "adam": adam,
+        "after adam": replay_after_adam,
+    }
+    for fn in timings.values():  # the first numba call compiles
+        fn()
+    ms = {name: best_ms(fn, calls, rounds) for name, fn in timings.items()}
+    floor = min(ms["torch"], ms["compiled"])
+    rest = ms["update"] - floor - ms["adam"]
+    print(
+        f"{agent.name} backward=compiled: update {ms['update']:.2f} ms = {len(recorder.products)} matmuls {floor:.2f} ms "
+        f"(replayed by torch {ms['torch']:.2f}, compiled {ms['compiled']:.2f}) + Adam steps {ms['adam']:.2f} ms + the "
+        f"rest {rest:.2f} ms; overhead {1 - floor / ms['update']:.0%} (goal <= 25%; {1 - ms['torch'] / ms['update']:.0%} "
+        f"against the torch replay); wide products by {SGEMM_SOURCE}\n"
+        f"  the compiled replay right after the Adam steps, as an update meets its products: "
+        f"{ms['after adam'] - ms['adam']:.2f} ms (alone {ms['compiled']:.2f}); with the Adam steps, the least overhead "
+        f"an update that steps Adam can have: {1 - floor / ms['after adam']:.0%}"
+    )
 
 
 def denormal_cost(iterations: int, rounds: int) -> str:

@@ -13,6 +13,21 @@ from thrust_app.tensors import EnvIO
 
 
 @pytest.fixture
+def dqn_batch():
+    """A replay minibatch of 48 transitions with 5-dim observations and 3 actions: (obs, actions, rewards,
+    next obs, terminated), rewards large enough that Huber's clipped side is reached."""
+    generator = torch.Generator().manual_seed(0)
+    n, obs_size, n_actions = 48, 5, 3
+    return (
+        torch.randn(n, obs_size, generator=generator) * 2,
+        torch.randint(0, n_actions, (n,), generator=generator),
+        torch.randn(n, generator=generator) * 3,
+        torch.randn(n, obs_size, generator=generator) * 2,
+        (torch.rand(n, generator=generator) < 0.3).float(),
+    )
+
+
+@pytest.fixture
 def run_iterations():
     """`run(algo_cls, env_id, iterations, n_envs=1, device="cpu", env_backend="numpy", **settings)`: the
     algorithm built from torch seed 0 on a batched env (seed 0; numpy arrays on the host, or torch tensors

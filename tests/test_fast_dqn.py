@@ -15,27 +15,16 @@ from thrust_app.fast_dqn import fast_dqn_backward, td_loss_gradient, unsupported
 from thrust_app.nets import QNetwork
 
 
-def example_batch(n: int = 48, obs_size: int = 5, n_actions: int = 3):
-    generator = torch.Generator().manual_seed(0)
-    return (
-        torch.randn(n, obs_size, generator=generator) * 2,
-        torch.randint(0, n_actions, (n,), generator=generator),
-        torch.randn(n, generator=generator) * 3,  # large enough that Huber's clipped side is reached
-        torch.randn(n, obs_size, generator=generator) * 2,
-        (torch.rand(n, generator=generator) < 0.3).float(),
-    )
-
-
 @pytest.mark.parametrize("loss", ["huber", "mse"])
 @pytest.mark.parametrize("double", [True, False])
 @pytest.mark.parametrize("hidden", [(64, 64), (32,), (16, 24, 8)])
-def test_fast_gradients_equal_autograds(loss, double, hidden):
+def test_fast_gradients_equal_autograds(loss, double, hidden, dqn_batch):
     torch.manual_seed(0)
     q_net = QNetwork((5,), 3, hidden)
     target_net = copy.deepcopy(q_net)
     with torch.no_grad():
         target_net.flat.add_(0.1 * torch.randn_like(target_net.flat))  # a target that lags the online net
-    batch = example_batch()
+    batch = dqn_batch
     q_net.zero_grad()
     want_loss = dqn_loss(q_net, target_net, batch, 0.9, double, loss)
     want_loss.backward()

@@ -1,4 +1,5 @@
-"""The written-out SAC update (`backward="fast"`) gives the reference's gradients, losses and steps:
+"""The written-out SAC updates, in torch (`backward="fast"`, fast_sac.py) and compiled by numba
+(`backward="compiled"`, compiled_sac.py), give the reference's gradients, losses and steps:
 `SAC.reference_update`'s autograd on the same nets, batch and random draws."""
 
 from __future__ import annotations
@@ -44,11 +45,17 @@ def after_steps(sac: SAC, steps: int) -> dict[str, torch.Tensor]:
     }
 
 
+WAYS = ["fast", "compiled"]
+
+
+@pytest.mark.parametrize("way", WAYS)
 @pytest.mark.parametrize("hidden", [(32, 32), (16, 24, 8)])
 @pytest.mark.parametrize("auto_alpha", [True, False])
-def test_one_fast_update_equals_the_reference(hidden, auto_alpha):
+def test_one_written_out_update_equals_the_reference(way, hidden, auto_alpha):
     want = after_steps(make_sac("autograd", hidden, auto_alpha), 1)
-    got = after_steps(make_sac("fast", hidden, auto_alpha), 1)
+    sac = make_sac(way, hidden, auto_alpha)
+    assert sac.use_compiled_update == (way == "compiled")
+    got = after_steps(sac, 1)
     for key, value in want.items():
         if value is None:  # log_alpha's gradient without auto_alpha
             assert got[key] is None, key
@@ -58,22 +65,31 @@ def test_one_fast_update_equals_the_reference(hidden, auto_alpha):
         torch.testing.assert_close(got[key], value.detach(), atol=2e-6, rtol=1e-4, msg=key)
 
 
-def test_twenty_fast_updates_stay_with_the_reference():
+@pytest.mark.parametrize("way", WAYS)
+def test_twenty_written_out_updates_stay_with_the_reference(way):
     want = after_steps(make_sac("autograd", (32, 32)), 20)
-    got = after_steps(make_sac("fast", (32, 32)), 20)
+    got = after_steps(make_sac(way, (32, 32)), 20)
     for key in ("actor", "critic", "log_alpha"):
         torch.testing.assert_close(got[key], want[key].detach(), atol=1e-4, rtol=1e-3, msg=key)
 
 
-def test_the_switch_trains_the_same_policy_on_pendulum(run_iterations):
+@pytest.mark.parametrize("way", WAYS)
+def test_the_switch_trains_the_same_policy_on_pendulum(way, run_iterations):
     settings = {"hidden": (32, 32), "learning_starts": 50, "batch_size": 32}
-    (fast, _), (reference, _) = (
-        run_iterations(SAC, "pendulum", 150, backward=way, **settings) for way in ("fast", "autograd")
+    (written_out, _), (reference, _) = (
+        run_iterations(SAC, "pendulum", 150, backward=backward, **settings) for backward in (way, "autograd")
     )
-    torch.testing.assert_close(fast.actor.flat, reference.actor.flat, atol=1e-4, rtol=1e-3)
+    torch.testing.assert_close(written_out.actor.flat, reference.actor.flat, atol=1e-4, rtol=1e-3)
 
 
-def test_image_observations_fall_back_to_autograd_with_a_note():
-    sac = SAC((3, 5, 5), SPACE, SACConfig(buffer_size=16), torch.device("cpu"), seed=0)
-    assert not sac.use_fast_backward
-    assert any("falls back to autograd" in note for note in sac.notes)
+@pytest.mark.parametrize("way", WAYS)
+def test_image_observations_fall_back_to_autograd_with_a_note(way):
+    sac = SAC((3, 5, 5), SPACE, SACConfig(buffer_size=16, backward=way), torch.device("cpu"), seed=0)
+    assert not sac.use_fast_backward and not sac.use_compiled_update
+    assert any(f"backward={way} falls back to autograd" in note for note in sac.notes)
+
+
+def test_an_actor_without_hidden_layers_runs_the_torch_update_with_a_note():
+    sac = SAC((5,), SPACE, SACConfig(buffer_size=16, hidden=(), backward="compiled"), torch.device("cpu"), seed=0)
+    assert sac.use_fast_backward and not sac.use_compiled_update
+    assert any("backward=compiled falls back to fast" in note and "hidden" in note for note in sac.notes)

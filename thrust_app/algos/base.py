@@ -84,11 +84,12 @@ class Algorithm(ABC):
 
     def choose_backward(self, unsupported: str | None) -> bool:
         """Whether updates take the written-out backward: asked for (`backward="fast"`, a setting every
-        algorithm's config has) and possible (`unsupported` is None); a refusal becomes a note."""
-        if self.config.backward != "fast":
+        algorithm's config has, or DQN's and SAC's `backward="compiled"`, which builds on it) and possible
+        (`unsupported` is None); a refusal becomes a note."""
+        if self.config.backward == "autograd":
             return False
         if unsupported:
-            self.notes.append(f"backward=fast falls back to autograd: {unsupported}")
+            self.notes.append(f"backward={self.config.backward} falls back to autograd: {unsupported}")
         return unsupported is None
 
     def choose_graphs(self, asked: bool, schedules: dict[str, str]) -> bool:

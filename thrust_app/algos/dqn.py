@@ -14,6 +14,7 @@ import numpy as np
 import torch
 from torch import nn
 
+from ..compiled_dqn import compiled_dqn_gradient
 from ..config import param
 from ..envs.core import Discrete
 from ..fast_acting import FastEpsilonGreedy
@@ -80,6 +81,7 @@ class DQN(OffPolicyAlgorithm):
         self._last_target_update = 0
         self._fast_explorer: FastEpsilonGreedy | None = None
         self.use_fast_backward = self.choose_backward(unsupported_reason(self.q_net))
+        self.use_compiled_update = self.choose_compiled()
 
     @property
     def policy(self) -> QNetwork:
@@ -123,6 +125,12 @@ class DQN(OffPolicyAlgorithm):
 
     def update(self, batch: Batch) -> dict[str, torch.Tensor]:
         config = self.config
+        if self.use_compiled_update:  # gradient and clip in one compiled call
+            loss = compiled_dqn_gradient(
+                self.q_net, self.target_net, batch, config.gamma, config.double_dqn, config.loss, config.max_grad_norm
+            )
+            adam_step(self.optimizer)
+            return {"q_loss": torch.tensor(loss)}
         if self.use_fast_backward:
             loss = fast_dqn_backward(self.q_net, self.target_net, batch, config.gamma, config.double_dqn, config.loss)
         else:

@@ -10,6 +10,7 @@ from typing import Any, Literal
 import numpy as np
 import torch
 
+from .. import compiled_nets
 from ..config import AlgoConfig, check_memory, param
 from ..cuda_graph import CUDA_GRAPHS_HELP, GraphedStep
 from ..envs.core import Box
@@ -29,10 +30,12 @@ class OffPolicyConfig(AlgoConfig):
     gradient_steps: int = param(1, "gradient steps per learning phase", ge=1)
     tau: float = param(0.005, "target network update weight (1.0 = hard copy)", gt=0, le=1)
     cuda_graphs: bool = param(False, CUDA_GRAPHS_HELP)
-    backward: Literal["fast", "autograd"] = param(
+    backward: Literal["fast", "compiled", "autograd"] = param(
         "fast",
-        "how an update's gradients are computed: fast (fast_dqn.py / fast_sac.py, written out; vector "
-        "observations) or autograd (the losses then loss.backward(), the reference); both give the same gradients",
+        "how an update's gradients are computed: fast (fast_dqn.py / fast_sac.py, written out in torch; vector "
+        "observations), compiled (compiled_dqn.py / compiled_sac.py, the same steps compiled by numba; CPU, "
+        "compiles once per machine) or autograd (the losses then loss.backward(), the reference); all give the "
+        "same gradients",
     )
 
     def check_fits(self, timesteps: int, obs_size: int) -> None:
@@ -50,6 +53,8 @@ class OffPolicyAlgorithm(Algorithm):
     once `learning_starts` env steps have been collected."""
 
     config: OffPolicyConfig
+    #: Whether updates run compiled by numba (each algorithm sets it through `choose_compiled`).
+    use_compiled_update: bool
 
     def __init__(self, obs_shape, action_space, config: OffPolicyConfig, device, seed) -> None:
         super().__init__(obs_shape, action_space, config, device, seed)
@@ -96,6 +101,19 @@ class OffPolicyAlgorithm(Algorithm):
             uniform = torch.rand((n, *space.shape), generator=self.generator, device=self.device)
             return low + uniform * (high - low)
         return torch.randint(0, space.n, (n,), generator=self.generator, device=self.device)
+
+    def choose_compiled(self, unsupported: str | None = None) -> bool:
+        """Whether updates run compiled (`backward="compiled"`): asked for, the written-out update possible
+        (`use_fast_backward`, which `choose_backward` decided), the nets on the CPU and `unsupported` (the
+        algorithm's own reason) None; a refusal becomes a note, and the update is then the written-out torch one."""
+        if self.config.backward != "compiled" or not self.use_fast_backward:
+            return False
+        reason = compiled_nets.unsupported_reason(self.device, self.policy.flat.dtype) or unsupported
+        if reason:
+            self.notes.append(f"backward=compiled falls back to fast: {reason}")
+            return False
+        compiled_nets.limit_blas_threads(torch.get_num_threads())
+        return True
 
     def prepare(self, env) -> None:
         """Decide on fast acting for this env, and on capturing the update; a refusal becomes a note."""

@@ -11,6 +11,8 @@ import numpy as np
 import torch
 from torch import nn
 
+from ..compiled_sac import compiled_sac_update
+from ..compiled_sac import unsupported_reason as compiled_unsupported_reason
 from ..config import param
 from ..envs.core import Box
 from ..fast_acting import FastSquashedGaussian
@@ -49,6 +51,7 @@ class SAC(OffPolicyAlgorithm):
         self.critic_opt = torch.optim.Adam([self.critic.flat], lr=lr, fused=True)
         self.alpha_opt = torch.optim.Adam([self.log_alpha], lr=lr, fused=True)
         self.use_fast_backward = self.choose_backward(unsupported_reason(obs_shape))
+        self.use_compiled_update = self.choose_compiled(compiled_unsupported_reason(self))
 
     @property
     def policy(self) -> SquashedGaussianActor:
@@ -86,7 +89,12 @@ class SAC(OffPolicyAlgorithm):
         return [(step_noise,) for step_noise in noise.numpy()]
 
     def update(self, batch: Batch) -> dict[str, torch.Tensor]:
-        logs = fast_sac_update(self, batch) if self.use_fast_backward else self.reference_update(batch)
+        if self.use_compiled_update:
+            logs = compiled_sac_update(self, batch)
+        elif self.use_fast_backward:
+            logs = fast_sac_update(self, batch)
+        else:
+            logs = self.reference_update(batch)
         polyak(self.critic_target, self.critic, self.config.tau)
         return logs
 

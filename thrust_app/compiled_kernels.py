@@ -1,0 +1,319 @@
+"""Every numba kernel of the compiled updates (`backward="compiled"`): a ReLU MLP's forward and backward,
+the gradient-norm clip, DQN's gradient (compiled_dqn.py calls it) and SAC's three steps (compiled_sac.py).
+
+They are the written-out passes of fast_mlp.py, fast_dqn.py and fast_sac.py with the loop around them
+compiled: each product is a direct BLAS call (`matmul`), and the elementwise steps (bias, ReLU and its
+derivative, the losses' gradients) are loops, so an update pays neither an op dispatch nor a Python line
+per step. On the zoo's 64-sample DQN batches that dispatch is more than half of the torch update
+(benches/update_floor.py). The kernels read and write the parameters' and gradients' own memory (numpy
+views, compiled_nets.py).
+
+One file, and no constant read from another module: numba's on-disk cache (each kernel compiles once per
+machine) is keyed on the file that defines a function, not on the functions it calls or the globals it
+reads, so kernels spread over files could load stale code after an edit.
+
+`matmul` calls the BLAS torch itself calls (MKL, in the x86 wheels) for wide products: on one thread of
+this host it takes 187-195 us for a 256x256 by 256x256 product where numba's np.dot (SciPy's OpenBLAS)
+takes 222-244. Narrow ones go the other way: OpenBLAS 2-4 us, MKL 5-17.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import math
+from pathlib import Path
+
+import llvmlite.binding
+import numba
+import numpy as np
+import torch
+from numba import types
+from numba.typed import List
+
+#: A product whose right operand has at most this many columns goes to numba's np.dot (OpenBLAS): MKL
+#: takes 5-17 us for 256x256 by 256x2..4 here, OpenBLAS 2-4 (`python benches/update_floor.py` times both).
+OPENBLAS_COLUMNS = 8
+_HALF_LOG_2PI = 0.5 * math.log(2.0 * math.pi)
+_LOG_2 = math.log(2.0)
+
+
+def sgemm_address() -> tuple[int, str]:
+    """The address of a Fortran-interface sgemm and whose it is: torch's own BLAS where its CPU library
+    exports one, else SciPy's (the one numba's np.dot calls)."""
+    for library in sorted(Path(torch.__file__).parent.joinpath("lib").glob("libtorch_cpu.*")):
+        try:
+            return ctypes.cast(ctypes.CDLL(str(library)).sgemm_, ctypes.c_void_p).value, "torch's BLAS"
+        except (OSError, AttributeError):
+            continue
+    from scipy.linalg import cython_blas
+
+    capsule = ctypes.py_object(cython_blas.__pyx_capi__["sgemm"])
+    ctypes.pythonapi.PyCapsule_GetName.restype = ctypes.c_char_p
+    ctypes.pythonapi.PyCapsule_GetPointer.restype = ctypes.c_void_p
+    name = ctypes.pythonapi.PyCapsule_GetName(capsule)
+    return ctypes.pythonapi.PyCapsule_GetPointer(capsule, name), "SciPy's BLAS"
+
+
+#: The sgemm the kernels call for wide products, registered under this name for numba's linker (the kernels
+#: refer to it by name, so their on-disk cache stays valid from one process to the next).
+_SGEMM_ADDRESS, SGEMM_SOURCE = sgemm_address()
+llvmlite.binding.add_symbol("thrust_sgemm", _SGEMM_ADDRESS)
+# every argument is a pointer (Fortran passes by reference), given as an integer address
+_sgemm = types.ExternalFunction("thrust_sgemm", types.void(*([types.intp] * 13)))
+
+
+@numba.njit(cache=True)
+def unit_stride(operand):
+    """Whether a float32 matrix is row- or column-major (what sgemm can read without a copy)."""
+    return operand.strides[1] == 4 or operand.strides[0] == 4
+
+
+@numba.njit(cache=True)
+def fortran_layout(operand):
+    """(transpose flag, leading dimension) of a float32 matrix's memory read column-major: a row-major
+    operand's memory is its transpose ("N"), a column-major one's is itself ("T"). The stride along a
+    dimension of size 1 says nothing, so the leading dimension is at least the size BLAS requires."""
+    if operand.strides[1] == 4:
+        return ord("N"), max(operand.strides[0] // 4, operand.shape[1])
+    return ord("T"), max(operand.strides[1] // 4, operand.shape[0])
+
+
+@numba.njit(cache=True)
+def matmul(left, right, out):
+    """out = left @ right of float32 matrices, `out` C-contiguous and each operand row- or column-major:
+    OpenBLAS (np.dot) when `right` has at most OPENBLAS_COLUMNS columns, else `_sgemm`."""
+    m, k = left.shape
+    n = right.shape[1]
+    if n <= OPENBLAS_COLUMNS or not (unit_stride(left) and unit_stride(right)):
+        np.dot(left, right, out)
+        return
+    # Fortran reads memory column-major: out^T (n x m, leading dimension n) = right^T (n x k) left^T (k x m)
+    sizes = np.empty(6, np.int32)  # n, m, k, then the leading dimensions of right, left and out
+    transposes = np.empty(2, np.uint8)
+    scalars = np.array([1.0, 0.0], np.float32)  # out = 1 * product + 0 * out
+    sizes[0], sizes[1], sizes[2], sizes[5] = n, m, k, n
+    transposes[0], sizes[3] = fortran_layout(right)
+    transposes[1], sizes[4] = fortran_layout(left)
+    size, flag, scalar = sizes.ctypes.data, transposes.ctypes.data, scalars.ctypes.data
+    _sgemm(
+        flag, flag + 1, size, size + 4, size + 8, scalar, right.ctypes.data, size + 12,
+        left.ctypes.data, size + 16, scalar + 4, out.ctypes.data, size + 20,
+    )  # fmt: skip
+
+
+@numba.njit(cache=True)
+def forward(weights, biases, x, last_activation):
+    """Every layer's output, the input first: [x, relu(x W1^T + b1), ..., x_{n-1} Wn^T + bn], the last
+    one through the ReLU too when `last_activation`. `x` is a C-contiguous float32 matrix."""
+    outputs = List()
+    outputs.append(x)
+    n_layers = len(weights)
+    for index in range(n_layers):
+        weight, bias = weights[index], biases[index]
+        out = np.empty((x.shape[0], weight.shape[0]), np.float32)
+        matmul(outputs[index], weight.T, out)
+        activated = index < n_layers - 1 or last_activation
+        for row in range(out.shape[0]):
+            for col in range(out.shape[1]):
+                value = out[row, col] + bias[col]
+                out[row, col] = max(value, 0.0) if activated else value
+        outputs.append(out)
+    return outputs
+
+
+@numba.njit(cache=True)
+def backward(weights, outputs, rows, grad, weight_grads, bias_grads, last_activation, write_weights, input_grad):
+    """From `forward`'s outputs (their first `rows` rows are the ones the loss saw) and dL/d output (rows,
+    out), write every layer's gradients (when `write_weights`) and return dL/d input (when `input_grad`;
+    else the first layer's dL/dz). `grad` is consumed.
+
+    Per layer y = relu(z), z = x W^T + b: dL/dz = dL/dy [y > 0], dL/dW = dL/dz^T x, dL/db = sum_rows dL/dz,
+    dL/dx = dL/dz W."""
+    n_layers = len(weights)
+    for index in range(n_layers - 1, -1, -1):
+        if index < n_layers - 1 or last_activation:
+            out = outputs[index + 1]
+            for row in range(rows):
+                for col in range(grad.shape[1]):
+                    if out[row, col] <= 0.0:
+                        grad[row, col] = 0.0
+        if write_weights:
+            matmul(grad.T, outputs[index][:rows], weight_grads[index])
+            bias_grad = bias_grads[index]
+            bias_grad[:] = 0.0
+            for row in range(rows):
+                for col in range(grad.shape[1]):
+                    bias_grad[col] += grad[row, col]
+        if index > 0 or input_grad:
+            product = np.empty((rows, weights[index].shape[1]), np.float32)
+            matmul(grad, weights[index], product)
+            grad = product
+    return grad
+
+
+@numba.njit(cache=True)
+def clip_grad_norm(grad, max_norm):
+    """Scale the flat gradient in place so that its L2 norm is at most `max_norm` (flat_params.clip_grad_norm_'s
+    rule: times min(1, max_norm / (norm + 1e-6)))."""
+    total = 0.0
+    for value in grad:
+        total += value * value
+    scale = max_norm / (np.sqrt(total) + 1e-6)
+    if scale < 1.0:
+        for index in range(grad.shape[0]):
+            grad[index] *= scale
+
+
+@numba.njit(cache=True)
+def dqn_gradient(obs, actions, rewards, next_obs, terminated, online, target, gamma, double, huber, flat_grad, max_norm):
+    """Write the Q-net's gradients of the TD loss at the batch into its gradient views, clip their norm,
+    return the loss. `online` is (weights, biases, weight grads, bias grads), `target` (weights, biases)."""
+    n = obs.shape[0]
+    weights, biases, weight_grads, bias_grads = online
+    outputs = forward(weights, biases, np.concatenate((obs, next_obs)) if double else obs, False)
+    next_values = forward(target[0], target[1], next_obs, False)[-1]
+    q = outputs[-1]
+    grad = np.zeros((n, q.shape[1]), np.float32)
+    total = 0.0
+    for row in range(n):
+        if double:  # a' = argmax_a Q(s', a) (the first of equal values, as torch.argmax), valued by Q'
+            best = 0
+            for action in range(1, q.shape[1]):
+                if q[n + row, action] > q[n + row, best]:
+                    best = action
+            next_q = next_values[row, best]
+        else:
+            next_q = next_values[row].max()
+        target_value = rewards[row] + gamma * (1.0 - terminated[row]) * next_q  # y = r + gamma (1 - term) Q'(s', a')
+        error = q[row, actions[row]] - target_value  # d = Q(s, a) - y
+        if huber:  # mean(d^2 / 2 if |d| < 1 else |d| - 1/2); dL/dQ(s, a) = clamp(d, -1, 1) / n
+            clipped = min(max(error, -1.0), 1.0)
+            total += clipped * (error - 0.5 * clipped)
+            grad[row, actions[row]] = clipped / n
+        else:  # mean(d^2); dL/dQ(s, a) = 2 d / n
+            total += error * error
+            grad[row, actions[row]] = 2.0 * error / n
+    backward(weights, outputs, n, grad, weight_grads, bias_grads, False, True, False)
+    clip_grad_norm(flat_grad, max_norm)
+    return total / n
+
+
+@numba.njit(cache=True)
+def softplus(x):
+    """log(1 + e^x), as torch computes it (x itself above 20)."""
+    return x if x > 20.0 else np.log1p(np.exp(x))
+
+
+@numba.njit(cache=True)
+def actor_sample(encoder, mu_head, log_std_head, obs, noise, bounds, log_std_limits):
+    """`actor.sample(obs)` on the given noise eps ~ N(0, 1): (encoder outputs, raw log-std, std, tanh(u),
+    action, log pi), with u = mu + std eps, the log-std clamped to `log_std_limits` and the action tanh(u)
+    rescaled to `bounds` (low, high)."""
+    low, high = bounds
+    outputs = forward(encoder[0], encoder[1], obs, True)
+    features = outputs[-1]
+    n, dims = noise.shape
+    mu = np.empty((n, dims), np.float32)
+    raw_log_std = np.empty((n, dims), np.float32)
+    matmul(features, mu_head[0].T, mu)
+    matmul(features, log_std_head[0].T, raw_log_std)
+    std = np.empty((n, dims), np.float32)
+    squashed = np.empty((n, dims), np.float32)
+    action = np.empty((n, dims), np.float32)
+    log_prob = np.empty(n, np.float32)
+    for row in range(n):
+        total = 0.0
+        for dim in range(dims):
+            raw_log_std[row, dim] += log_std_head[1][dim]
+            log_std = min(max(raw_log_std[row, dim], log_std_limits[0]), log_std_limits[1])
+            std[row, dim] = np.exp(log_std)
+            u = mu[row, dim] + mu_head[1][dim] + std[row, dim] * noise[row, dim]
+            squashed[row, dim] = np.tanh(u)
+            action[row, dim] = low[dim] + (squashed[row, dim] + 1.0) * 0.5 * (high[dim] - low[dim])
+            # log N(u; mu, std) = -eps^2 / 2 - log std - log(2 pi) / 2,
+            # minus log(1 - tanh(u)^2) = 2 (log 2 - u - softplus(-2u))
+            total += -0.5 * noise[row, dim] ** 2 - log_std - _HALF_LOG_2PI - 2.0 * (_LOG_2 - u - softplus(-2.0 * u))
+        log_prob[row] = total
+    return outputs, raw_log_std, std, squashed, action, log_prob
+
+
+@numba.njit(cache=True)
+def critic_gradient(
+    critics, target_critics, actor, obs, actions, rewards, next_obs, terminated, next_noise, bounds, log_std_limits,
+    alpha, gamma,
+):  # fmt: skip
+    """Write both critics' gradients of sum_k mean((Q_k(s, a) - y)^2), y = r + gamma (1 - terminated)
+    (min_k Q'_k(s', a') - alpha log pi(a' | s')) with a' the actor's sample at s'; return the loss."""
+    n = obs.shape[0]
+    next_sample = actor_sample(actor[0], actor[1], actor[2], next_obs, next_noise, bounds, log_std_limits)
+    next_inputs = np.concatenate((next_obs, next_sample[4]), axis=1)
+    next_q1 = forward(target_critics[0][0], target_critics[0][1], next_inputs, False)[-1]
+    next_q2 = forward(target_critics[1][0], target_critics[1][1], next_inputs, False)[-1]
+    target = np.empty(n, np.float32)
+    for row in range(n):
+        next_q = min(next_q1[row, 0], next_q2[row, 0]) - alpha * next_sample[5][row]
+        target[row] = rewards[row] + gamma * (1.0 - terminated[row]) * next_q
+    inputs = np.concatenate((obs, actions), axis=1)
+    loss = 0.0
+    for critic in critics:
+        outputs = forward(critic[0], critic[1], inputs, False)
+        grad = np.empty((n, 1), np.float32)
+        total = 0.0
+        for row in range(n):
+            error = outputs[-1][row, 0] - target[row]
+            total += error * error
+            grad[row, 0] = 2.0 * error / n  # dL/dQ_k = 2 (Q_k - y) / n
+        loss += total / n
+        backward(critic[0], outputs, n, grad, critic[2], critic[3], False, True, False)
+    return loss
+
+
+@numba.njit(cache=True)
+def actor_gradient(critics, actor, actor_grads, obs, sample, noise, bounds, log_std_limits, alpha):
+    """Write the actor's gradients of mean(alpha log pi(a | s) - min(Q1, Q2)(s, a)) at its sample a (from
+    `actor_sample` at s, the same noise) through the critics as they are now; return the loss."""
+    outputs, raw_log_std, std, squashed, action, log_prob = sample
+    n, dims = action.shape
+    inputs = np.concatenate((obs, action), axis=1)
+    passes = (forward(critics[0][0], critics[0][1], inputs, False), forward(critics[1][0], critics[1][1], inputs, False))
+    q1, q2 = passes[0][-1], passes[1][-1]
+    loss = 0.0
+    for row in range(n):
+        loss += alpha * log_prob[row] - min(q1[row, 0], q2[row, 0])
+    # d min(Q1, Q2) / d Q1 = [Q1 < Q2] + [Q1 = Q2] / 2 (torch.minimum's rule), and alike for Q2
+    grad_action = np.zeros((n, dims), np.float32)
+    for index in range(2):
+        mine, other = passes[index][-1], passes[1 - index][-1]
+        grad = np.empty((n, 1), np.float32)
+        for row in range(n):
+            share = 1.0 if mine[row, 0] < other[row, 0] else (0.5 if mine[row, 0] == other[row, 0] else 0.0)
+            grad[row, 0] = -share / n
+        critic = critics[index]
+        grad_input = backward(critic[0], passes[index], n, grad, critic[2], critic[3], False, False, True)
+        grad_action += grad_input[:, obs.shape[1] :]
+    # with u = mu + std eps, action = low + (tanh u + 1)(high - low) / 2 and dL/d log pi = alpha / n:
+    # dL/du = dL/d action (1 - tanh^2 u)(high - low) / 2 + (alpha / n) 2 tanh u;
+    # dL/d log_std = (dL/du std eps - alpha / n) where the clamp passes it (raw log-std inside its bounds)
+    grad_log_prob = alpha / n
+    grad_u = np.empty((n, dims), np.float32)
+    grad_log_std = np.empty((n, dims), np.float32)
+    for row in range(n):
+        for dim in range(dims):
+            tanh_u = squashed[row, dim]
+            half_range = 0.5 * (bounds[1][dim] - bounds[0][dim])
+            grad_u[row, dim] = grad_action[row, dim] * (1.0 - tanh_u * tanh_u) * half_range + grad_log_prob * 2.0 * tanh_u
+            inside = log_std_limits[0] <= raw_log_std[row, dim] <= log_std_limits[1]
+            grad_log_std[row, dim] = (grad_u[row, dim] * std[row, dim] * noise[row, dim] - grad_log_prob) if inside else 0.0
+    features = outputs[-1]
+    encoder, mu_head, log_std_head = actor
+    encoder_grads, mu_grads, log_std_grads = actor_grads
+    for head_grads, grad in ((mu_grads, grad_u), (log_std_grads, grad_log_std)):
+        matmul(grad.T, features, head_grads[0])
+        head_grads[1][:] = grad.sum(axis=0)
+    grad_features = np.empty((n, features.shape[1]), np.float32)
+    through_log_std = np.empty((n, features.shape[1]), np.float32)
+    matmul(grad_u, mu_head[0], grad_features)
+    matmul(grad_log_std, log_std_head[0], through_log_std)
+    grad_features += through_log_std
+    backward(encoder[0], outputs, n, grad_features, encoder_grads[0], encoder_grads[1], True, True, False)
+    return loss / n
