@@ -4,14 +4,18 @@
 # onnxruntime (its CUDA provider where installed), batched PPO CartPole end to end on the GPU at 1k/4k/16k
 # envs, eager and captured (env, policy and update on the device; host syncs per iteration counted; captured:
 # the update's minibatch steps and the rollout's collection), where a 16k-env iteration's time goes,
-# CartPole solved with `--preset gpu`, the CUDA tests, and the bandit and CartPole examples on CUDA. Every
-# step has a timeout (together at most 540 s). Results go to $1 (or $OUT).
+# CartPole solved with `--preset gpu`, the CUDA tests, the compiled updates' kernels on its CPU, and the
+# bandit and CartPole examples on CUDA. Every step has a timeout (together at most 585 s). Results go to $1
+# (or $OUT).
 #
 # The lent GPU machine has python3 (3.12) with CUDA torch, onnxruntime (CPU build), numpy, pytest and tqdm,
-# but no network and no gymnasium / array-api-compat. Bring those as wheels in .whl/ (ignored by git):
+# but no network and no gymnasium / array-api-compat / numba. Bring those as wheels in .whl/ (ignored by git),
+# llvmlite's unpacked and recompressed (its 60 MB wheel is 41 MB as .tar.xz; a device run carries 64 MiB):
 #   echo /.whl/ >> .git/info/exclude
 #   .venv/bin/python -m pip download --no-deps --only-binary=:all: --python-version 3.12 -d .whl \
-#     gymnasium==1.4.0 array-api-compat==1.16.0 farama-notifications==0.0.6
+#     gymnasium==1.4.0 array-api-compat==1.16.0 farama-notifications==0.0.6 numba==0.68.1 llvmlite==0.50.0
+#   mkdir /tmp/llvmlite && python3 -m zipfile -e .whl/llvmlite-*.whl /tmp/llvmlite && rm .whl/llvmlite-*.whl
+#   tar cJf .whl/llvmlite-0.50.0-cp312-site.tar.xz -C /tmp/llvmlite .
 # and pass `carry: [".whl"]` to the device run. Then: bash benches/gpu_check.sh
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -19,6 +23,7 @@ out="${1:-${OUT:-gpu-check}}"
 mkdir -p "$out"
 if compgen -G ".whl/*.whl" >/dev/null; then
   python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/thrust-site .whl/*.whl
+  for site in .whl/*-site.tar.xz; do [ -e "$site" ] && tar xJf "$site" -C /tmp/thrust-site; done
   export PYTHONPATH="/tmp/thrust-site:${PYTHONPATH:-}"
 fi
 export PYTHONPATH="$PWD:${PYTHONPATH:-}" PYTHONUNBUFFERED=1
@@ -47,6 +52,9 @@ log="$out/gpu_check.log"
   timeout 60 python3 benches/fast_cartpole.py --gpu --seeds 5
   echo "== the CUDA tests: captured DQN/SAC/PPO updates against eager ones, the batched envs, training and loading on cuda"
   timeout 90 python3 -m pytest -q -p no:cacheprovider tests/test_cuda_graph.py tests/test_device.py tests/envs/test_batched.py -k cuda
+  echo "== the compiled updates' kernels on this machine's CPU (backward=compiled; the BLAS its torch build exports)"
+  timeout 45 python3 -c "from thrust_app.compiled_kernels import SGEMM_SOURCE; print('wide products by', SGEMM_SOURCE)"
+  timeout 45 python3 -m pytest -q -p no:cacheprovider tests/test_compiled_kernels.py tests/test_compiled_dqn.py
   echo "== examples on cuda (their progress bars: $out/examples_stderr.log)"
   THRUST_DEVICE=cuda timeout 15 python3 examples/train_simple_bandit.py 2>>"$out/examples_stderr.log"
   THRUST_DEVICE=cuda TOTAL_TIMESTEPS=40000 timeout 35 python3 examples/train_cartpole_modern.py 2>>"$out/examples_stderr.log"

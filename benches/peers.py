@@ -14,7 +14,7 @@ over the same stretch on both sides: up to the last evaluation both runs reached
 pairs each library runs each algorithm once, untimed, on the quick budget, so that no pair pays the
 process's first-run costs (lazy imports, first calls of each kernel).
 
-    python benches/peers.py [--seeds 5] [--quick] [--json PATH] [--only ppo,dqn] [--eval-every STEPS]
+    python benches/peers.py [--seeds 5] [--quick] [--json PATH] [--only ppo,dqn] [--eval-every STEPS] [--backward compiled]
     python benches/peers.py --peer cleanrl [--seeds 5]     # CleanRL's ppo.py / dqn.py, see cleanrl_peer.py
 
 Needs `pip install stable-baselines3` (with torch==2.13.0 installed first); the CleanRL peer makes
@@ -24,6 +24,7 @@ its own venv under .bench/ on first use.
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import platform
 import statistics
@@ -97,8 +98,11 @@ QUICK_BUDGET = {"ppo": 16_384, "a2c": 16_000, "dqn": 8_000, "sac": 1_500}
 THRUST_OVERRIDES = {"dqn": {"double_dqn": False}}
 
 
-def run_thrust(algo: str, seed: int, budget: int, stop: bool, eval_every: int = EVAL_EVERY) -> dict:
+def run_thrust(
+    algo: str, seed: int, budget: int, stop: bool, eval_every: int = EVAL_EVERY, backward: str | None = None
+) -> dict:
     env, _, threshold, _, _, _ = PAIRS[algo]
+    overrides = THRUST_OVERRIDES.get(algo, {}) | ({"backward": backward} if backward else {})
     evals: list[tuple[int, float]] = []
     on_record = lambda r: evals.append((r["step"], r["train_s"])) if r["kind"] == "eval" else None  # noqa: E731
     with TemporaryDirectory() as tmp:
@@ -110,7 +114,7 @@ def run_thrust(algo: str, seed: int, budget: int, stop: bool, eval_every: int = 
                 seed=seed,
                 device="cpu",
                 run_dir=Path(tmp) / "run",
-                overrides=THRUST_OVERRIDES.get(algo),
+                overrides=overrides,
                 eval_every=eval_every,
                 eval_episodes=EVAL_EPISODES,
                 stop_at_return=threshold if stop else None,
@@ -204,6 +208,11 @@ def main() -> None:
         help=f"steps between evaluations, both sides (default {EVAL_EVERY:,}; SAC {EVAL_EVERY_BY_ALGO['sac']:,})",
     )
     parser.add_argument("--peer", choices=["sb3", "cleanrl"], default="sb3", help="which library to run against")
+    parser.add_argument(
+        "--backward",
+        choices=["fast", "compiled", "autograd"],
+        help="Thrust's `backward` setting (default: the config's, fast; compiled exists for dqn and sac)",
+    )
     args = parser.parse_args()
     torch.set_num_threads(1)
     if args.peer == "cleanrl":
@@ -217,15 +226,16 @@ def main() -> None:
         return
     seeds = 1 if args.quick else args.seeds
     algos = args.only.split(",")
+    thrust = functools.partial(run_thrust, backward=args.backward)
     if not args.quick:  # each library runs each algorithm once, untimed: no pair pays the process's first-run costs
         for algo in algos:
-            for fn in (run_thrust, run_sb3):
+            for fn in (thrust, run_sb3):
                 fn(algo, seeds, QUICK_BUDGET[algo], stop=False)
     runs: list[dict] = []
     for seed in range(seeds):
         for algo in algos:  # alternate: Thrust, SB3, Thrust, SB3, ...
             budget = QUICK_BUDGET[algo] if args.quick else PAIRS[algo][3]
-            for lib, fn in (("thrust", run_thrust), ("sb3", run_sb3)):
+            for lib, fn in (("thrust", thrust), ("sb3", run_sb3)):
                 eval_every = args.eval_every or EVAL_EVERY_BY_ALGO.get(algo, EVAL_EVERY)
                 r = {"lib": lib, "algo": algo, "seed": seed, **fn(algo, seed, budget, not args.quick, eval_every)}
                 runs.append(r)

@@ -91,3 +91,17 @@ def test_a_captured_ppo_run_with_its_envs_on_cuda_trains_and_resumes(tmp_path):
     resumed = resume(tmp_path, timesteps=8192, **quiet_with_notes)
     assert resumed["timesteps"] >= 8192
     assert not [line for line in lines if "cuda_graphs" in line], lines  # nothing refused: both parts captured
+
+
+@pytest.mark.skipif(
+    not torch.cuda.is_available(), reason="no CUDA device here: the CUDA training path runs in benches/gpu_check.sh"
+)
+@pytest.mark.parametrize(("algo", "env"), [("dqn", "cartpole"), ("sac", "pendulum")])
+def test_the_compiled_update_on_cuda_takes_the_torch_update_with_a_note(tmp_path, algo, env):
+    lines: list[str] = []
+    summary = train(
+        algo, env, timesteps=1024, device="cuda", run_dir=tmp_path, overrides={"backward": "compiled"},
+        progress=False, log=lines.append,
+    )  # fmt: skip
+    assert summary["timesteps"] >= 1024
+    assert any("backward=compiled falls back to fast" in line and "CPU" in line for line in lines), lines
