@@ -91,6 +91,12 @@ def comparable(records):
             {"learning_starts": 200, "train_freq": 8, "gradient_steps": 2, "hidden": "64,64", "target_update_interval": 100},
         ),
         ("sac", "pendulum", {"learning_starts": 100, "hidden": "32,32"}),
+        (
+            "dqn",
+            "cartpole",
+            {"learning_starts": 200, "train_freq": 8, "gradient_steps": 2, "hidden": "64,64", "backward": "compiled"},
+        ),
+        ("sac", "pendulum", {"learning_starts": 100, "hidden": "32,32", "backward": "compiled"}),
     ],
 )
 def test_resumed_run_equals_uninterrupted_run(algo, env, overrides, tmp_path):
