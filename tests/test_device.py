@@ -6,9 +6,11 @@ import pytest
 import torch
 
 from thrust_app.algos import PPO
+from thrust_app.algos.base import deterministic_action
 from thrust_app.device import DeviceError, resolve_device
 from thrust_app.envs.core import Discrete
-from thrust_app.trainer import env_device, load_policy, resume, train
+from thrust_app.evaluation import evaluate
+from thrust_app.trainer import EVAL_SEED_OFFSET, env_device, load_policy, resume, train
 
 QUIET = {"progress": False, "log": lambda _: None}
 
@@ -105,3 +107,14 @@ def test_the_compiled_update_on_cuda_takes_the_torch_update_with_a_note(tmp_path
     )  # fmt: skip
     assert summary["timesteps"] >= 1024
     assert any("backward=compiled falls back to fast" in line and "CPU" in line for line in lines), lines
+
+
+@pytest.mark.skipif(
+    not torch.cuda.is_available(), reason="no CUDA device here: the CUDA training path runs in benches/gpu_check.sh"
+)
+def test_a_gpu_runs_evaluation_acts_with_its_final_policy(tmp_path):
+    """Evaluations of a run on the GPU act on a CPU copy of the policy: the copy is the policy as it is then."""
+    summary = train("ppo", "cartpole", timesteps=2048, seed=0, device="cuda", run_dir=tmp_path, eval_episodes=3, **QUIET)
+    _, policy = load_policy(tmp_path, "cpu")
+    act = lambda obs: deterministic_action(policy, torch.as_tensor(obs)).numpy()  # noqa: E731
+    assert summary["eval_mean"] == evaluate(act, "cartpole", 3, seed=EVAL_SEED_OFFSET).mean

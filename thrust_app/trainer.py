@@ -9,6 +9,7 @@ checkpoints to a Checkpointer; a caller can watch and steer the loop through `on
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import math
 import signal
@@ -65,6 +66,20 @@ def env_device(env_backend: str, device: torch.device) -> str:
 #: Called after every iteration with the trainer: it may read progress and records, call
 #: `trainer.checkpoint(path)` and `trainer.request_stop()`.
 IterationHook = Callable[["Trainer"], None]
+
+
+def host_act(policy: torch.nn.Module) -> Callable[[np.ndarray], np.ndarray]:
+    """The deterministic policy of a copy of `policy` on the CPU, as evaluations on a GPU run act: an
+    evaluation steps its episodes one batch at a time, and on the GPU each step would pay a copy there and
+    back for a forward of a few rows (on an H200 an evaluation of `--preset gpu`, 10 CartPole episodes,
+    takes about 45 ms this way against about 130 ms acting on the GPU)."""
+    host_policy = copy.deepcopy(policy).cpu()
+
+    def act(obs: np.ndarray) -> np.ndarray:
+        with torch.no_grad():
+            return deterministic_action(host_policy, torch.as_tensor(obs)).numpy()
+
+    return act
 
 
 class Trainer:
@@ -168,7 +183,8 @@ class Trainer:
         """Evaluate the deterministic policy and record it; True when the mean return reaches stop_at_return
         (or, without one, the env's solve threshold)."""
         with self.logger.clock.timing(training=False):
-            result = evaluate(self.act, self.spec.env, self.spec.eval_episodes, self.spec.seed + EVAL_SEED_OFFSET)
+            act = self.act if self.device.type == "cpu" else host_act(self.algo.policy)
+            result = evaluate(act, self.spec.env, self.spec.eval_episodes, self.spec.seed + EVAL_SEED_OFFSET)
         self.logger.write_eval(result, self.step)
         return self.logger.threshold is not None and result.mean >= self.logger.threshold
 
