@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from thrust_app.algos import DQN, PPO, SAC
-from thrust_app.cuda_graph import collection_unavailable_reason, unavailable_reason
+from thrust_app.cuda_graph import collection_unavailable_reason, same_device, unavailable_reason
 from thrust_app.envs.batched import make_batched
 from thrust_app.tensors import EnvIO
 
@@ -59,6 +59,16 @@ def test_a_collection_is_captured_only_with_the_env_on_the_learners_device():
     assert collection_unavailable_reason(torch_env, torch.device("cpu")) is None
     checking_env = make_batched("cartpole", 4, backend="torch", device="cpu")
     assert "check_actions=True" in collection_unavailable_reason(checking_env, torch.device("cpu"))
+
+
+def test_devices_are_one_by_type_and_cuda_index():
+    device = torch.device
+    assert same_device(device("cuda:1"), device("cuda:1")) and same_device(device("cpu"), device("cpu"))
+    assert not same_device(device("cuda:1"), device("cuda:0")) and not same_device(device("cuda:0"), device("cpu"))
+    current = torch.cuda.current_device() if torch.cuda.is_available() else 0
+    assert same_device(device("cuda"), device(f"cuda:{current}")) and not same_device(
+        device("cuda"), device(f"cuda:{current + 1}")
+    )
 
 
 @NEEDS_CUDA

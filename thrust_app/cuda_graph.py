@@ -39,10 +39,22 @@ CUDA_GRAPHS_HELP = (
 )
 
 
+def same_device(first: torch.device, second: torch.device) -> bool:
+    """Whether two devices are one: the same type and, for CUDA, the same index (no index: the current one)."""
+    if first.type != second.type:
+        return False
+    if first.type != "cuda" or first.index == second.index:
+        return True
+    current = torch.cuda.current_device() if torch.cuda.is_available() else 0
+    return (current if first.index is None else first.index) == (current if second.index is None else second.index)
+
+
 def collection_unavailable_reason(env: Any, device: torch.device) -> str | None:
     """Why a rollout on `env` cannot be captured on `device`, or None when it can."""
     if not isinstance(env, ArrayBatchedEnv) or env.backend.name != "torch" or env.backend.device.type != device.type:
         return "the env's arrays are not on the GPU (--env-backend torch puts Thrust's batched envs there)"
+    if not same_device(env.backend.device, device):
+        return f"the env's arrays are on {env.backend.device} and the learner on {device}; one graph takes one device"
     if env.check_actions:
         return "the env checks every action on the host (check_actions=True)"
     return None
