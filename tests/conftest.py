@@ -1,6 +1,7 @@
 """Shared test set-up: one torch thread, as Thrust trains small nets (a second thread only adds
 synchronisation on two cores); a fixture that trains an algorithm for a few iterations."""
 
+import copy
 import os
 
 os.environ.setdefault("OMP_NUM_THREADS", "1")
@@ -9,6 +10,7 @@ import pytest
 import torch
 
 from thrust_app.envs.batched import make_batched
+from thrust_app.nets import QNetwork
 from thrust_app.tensors import EnvIO
 
 
@@ -25,6 +27,22 @@ def dqn_batch():
         torch.randn(n, obs_size, generator=generator) * 2,
         (torch.rand(n, generator=generator) < 0.3).float(),
     )
+
+
+@pytest.fixture
+def dqn_nets():
+    """`make(hidden)`: a Q-net for `dqn_batch` (5-dim observations, 3 actions) built from torch seed 0, and a
+    target net that lags it."""
+
+    def make(hidden: tuple[int, ...]) -> tuple[QNetwork, QNetwork]:
+        torch.manual_seed(0)
+        q_net = QNetwork((5,), 3, hidden)
+        target_net = copy.deepcopy(q_net)
+        with torch.no_grad():
+            target_net.flat.add_(0.1 * torch.randn_like(target_net.flat))
+        return q_net, target_net
+
+    return make
 
 
 @pytest.fixture

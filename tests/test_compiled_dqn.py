@@ -3,8 +3,6 @@ same Q-net; where it cannot run, the written-out torch update does, with a note.
 
 from __future__ import annotations
 
-import copy
-
 import pytest
 import torch
 
@@ -13,18 +11,13 @@ from thrust_app.algos.dqn import DQNConfig, dqn_loss
 from thrust_app.compiled_dqn import compiled_dqn_gradient
 from thrust_app.envs.core import Discrete
 from thrust_app.flat_params import clip_grad_norm_
-from thrust_app.nets import QNetwork
 
 
 @pytest.mark.parametrize("loss", ["huber", "mse"])
 @pytest.mark.parametrize("double", [True, False])
 @pytest.mark.parametrize("hidden", [(64, 64), (32,), (16, 24, 8)])
-def test_compiled_gradients_equal_autograds(loss, double, hidden, dqn_batch):
-    torch.manual_seed(0)
-    q_net = QNetwork((5,), 3, hidden)
-    target_net = copy.deepcopy(q_net)
-    with torch.no_grad():
-        target_net.flat.add_(0.1 * torch.randn_like(target_net.flat))  # a target that lags the online net
+def test_compiled_gradients_equal_autograds(loss, double, hidden, dqn_batch, dqn_nets):
+    q_net, target_net = dqn_nets(hidden)
     q_net.zero_grad()
     want_loss = dqn_loss(q_net, target_net, dqn_batch, 0.9, double, loss)
     want_loss.backward()

@@ -3,8 +3,6 @@
 
 from __future__ import annotations
 
-import copy
-
 import pytest
 import torch
 
@@ -18,12 +16,8 @@ from thrust_app.nets import QNetwork
 @pytest.mark.parametrize("loss", ["huber", "mse"])
 @pytest.mark.parametrize("double", [True, False])
 @pytest.mark.parametrize("hidden", [(64, 64), (32,), (16, 24, 8)])
-def test_fast_gradients_equal_autograds(loss, double, hidden, dqn_batch):
-    torch.manual_seed(0)
-    q_net = QNetwork((5,), 3, hidden)
-    target_net = copy.deepcopy(q_net)
-    with torch.no_grad():
-        target_net.flat.add_(0.1 * torch.randn_like(target_net.flat))  # a target that lags the online net
+def test_fast_gradients_equal_autograds(loss, double, hidden, dqn_batch, dqn_nets):
+    q_net, target_net = dqn_nets(hidden)
     batch = dqn_batch
     q_net.zero_grad()
     want_loss = dqn_loss(q_net, target_net, batch, 0.9, double, loss)
