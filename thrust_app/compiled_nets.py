@@ -5,24 +5,28 @@ views of a module's nn.Linear layers, the one-thread limit of the BLAS they call
 from __future__ import annotations
 
 import weakref
+from collections.abc import Sequence
 
 import numpy as np
 import threadpoolctl
 import torch
 from torch import nn
 
-from .fast_mlp import LinearStack, linear_stack
+from .fast_mlp import LinearStack, linear_layers, linear_stack
 
 #: One numpy view per layer, in forward order: weights (out, in), biases, and their gradients' views.
 Arrays = tuple[tuple[np.ndarray, ...], tuple[np.ndarray, ...], tuple[np.ndarray, ...], tuple[np.ndarray, ...]]
 
 
-def unsupported_reason(device: torch.device, dtype: torch.dtype) -> str | None:
-    """Why the compiled update cannot serve nets on this device with this dtype, or None when it can."""
+def unsupported_reason(device: torch.device, dtype: torch.dtype, stacks: Sequence[nn.Module] = ()) -> str | None:
+    """Why the compiled update cannot serve nets on this device with this dtype, or None when it can; each of
+    `stacks` (SAC's actor encoder) must have a linear layer."""
     if device.type != "cpu":
         return f"numba compiles for the CPU, and the nets are on {device}; the written-out torch update runs instead"
     if dtype != torch.float32:
         return f"the compiled kernels take float32 parameters, these are {dtype}"
+    if not all(linear_layers(stack) for stack in stacks):
+        return "a net has no hidden layer (hidden=()), which the compiled kernels do not cover"
     return None
 
 

@@ -1,11 +1,12 @@
 """The SAC update compiled by numba: the CPU speed switch of SAC (`backward="compiled"`).
 
-The written-out update of fast_sac.py, its steps compiled (compiled_kernels.py) in three calls around torch's fused Adam steps
-(which stay the optimizers' own): the actor's reparameterised sample at s; the temperature's step; the
-critics' squared TD errors against y = r + gamma (min Q'(s', a') - alpha log pi(a' | s')) and their chain
-rule; the critics' step; the actor's loss through the just-updated critics to the action and its chain rule;
-the actor's step. The noise is torch's, drawn in fast_sac's order, so both paths take the same samples.
-tests/test_compiled_sac.py holds it equal to the reference, `SAC.reference_update`.
+The written-out update of fast_sac.py, its steps compiled (compiled_kernels.py) in three calls around
+torch's fused Adam steps (which stay the optimizers' own): the actor's reparameterised sample at s; the
+temperature's step; the critics' squared TD errors against y = r + gamma (min Q'(s', a') - alpha log
+pi(a' | s')) and their chain rule; the critics' step; the actor's loss through the just-updated critics
+to the action and its chain rule; the actor's step. The noise is torch's, drawn in fast_sac's order, so
+both paths take the same samples. tests/test_fast_sac.py holds both written-out paths equal to the
+reference, `SAC.reference_update`.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ import torch
 
 from .compiled_kernels import actor_gradient, actor_sample, critic_gradient
 from .compiled_nets import layer_arrays
-from .fast_mlp import adam_step, linear_layers
+from .fast_mlp import adam_step
 from .nets import LOG_STD_MAX, LOG_STD_MIN
 from .replay import Batch
 
@@ -24,13 +25,6 @@ if TYPE_CHECKING:
     from .algos.sac import SAC
 
 LOG_STD_LIMITS = (LOG_STD_MIN, LOG_STD_MAX)
-
-
-def unsupported_reason(sac: SAC) -> str | None:
-    """Why the compiled update cannot serve this agent's nets, or None when it can."""
-    if not linear_layers(sac.actor.encoder):
-        return "the actor has no hidden layer (hidden=()), which the compiled kernels do not cover"
-    return None
 
 
 def compiled_sac_update(sac: SAC, batch: Batch) -> dict[str, torch.Tensor]:

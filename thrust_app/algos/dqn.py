@@ -14,7 +14,6 @@ import numpy as np
 import torch
 from torch import nn
 
-from ..compiled_dqn import compiled_dqn_gradient
 from ..config import param
 from ..envs.core import Discrete
 from ..fast_acting import FastEpsilonGreedy
@@ -126,6 +125,8 @@ class DQN(OffPolicyAlgorithm):
     def update(self, batch: Batch) -> dict[str, torch.Tensor]:
         config = self.config
         if self.use_compiled_update:  # gradient and clip in one compiled call
+            from ..compiled_dqn import compiled_dqn_gradient  # numba loads only when asked for (0.3 s)
+
             loss = compiled_dqn_gradient(
                 self.q_net, self.target_net, batch, config.gamma, config.double_dqn, config.loss, config.max_grad_norm
             )

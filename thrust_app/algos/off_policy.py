@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import dataclasses
 from abc import abstractmethod
+from collections.abc import Sequence
 from typing import Any, Literal
 
 import numpy as np
 import torch
+from torch import nn
 
 from .. import compiled_nets
 from ..config import AlgoConfig, check_memory, param
@@ -102,13 +104,14 @@ class OffPolicyAlgorithm(Algorithm):
             return low + uniform * (high - low)
         return torch.randint(0, space.n, (n,), generator=self.generator, device=self.device)
 
-    def choose_compiled(self, unsupported: str | None = None) -> bool:
+    def choose_compiled(self, stacks: Sequence[nn.Module] = ()) -> bool:
         """Whether updates run compiled (`backward="compiled"`): asked for, the written-out update possible
-        (`use_fast_backward`, which `choose_backward` decided), the nets on the CPU and `unsupported` (the
-        algorithm's own reason) None; a refusal becomes a note, and the update is then the written-out torch one."""
+        (`use_fast_backward`, which `choose_backward` decided) and the nets ones the kernels serve (on the
+        CPU; each of `stacks` with a linear layer); a refusal becomes a note, and the update is then the
+        written-out torch one. numba itself loads with the first compiled update."""
         if self.config.backward != "compiled" or not self.use_fast_backward:
             return False
-        reason = compiled_nets.unsupported_reason(self.device, self.policy.flat.dtype) or unsupported
+        reason = compiled_nets.unsupported_reason(self.device, self.policy.flat.dtype, stacks)
         if reason:
             self.notes.append(f"backward=compiled falls back to fast: {reason}")
             return False

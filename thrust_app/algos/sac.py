@@ -11,8 +11,6 @@ import numpy as np
 import torch
 from torch import nn
 
-from ..compiled_sac import compiled_sac_update
-from ..compiled_sac import unsupported_reason as compiled_unsupported_reason
 from ..config import param
 from ..envs.core import Box
 from ..fast_acting import FastSquashedGaussian
@@ -51,7 +49,7 @@ class SAC(OffPolicyAlgorithm):
         self.critic_opt = torch.optim.Adam([self.critic.flat], lr=lr, fused=True)
         self.alpha_opt = torch.optim.Adam([self.log_alpha], lr=lr, fused=True)
         self.use_fast_backward = self.choose_backward(unsupported_reason(obs_shape))
-        self.use_compiled_update = self.choose_compiled(compiled_unsupported_reason(self))
+        self.use_compiled_update = self.choose_compiled(stacks=(self.actor.encoder,))
 
     @property
     def policy(self) -> SquashedGaussianActor:
@@ -90,6 +88,8 @@ class SAC(OffPolicyAlgorithm):
 
     def update(self, batch: Batch) -> dict[str, torch.Tensor]:
         if self.use_compiled_update:
+            from ..compiled_sac import compiled_sac_update  # numba loads only when asked for (0.3 s)
+
             logs = compiled_sac_update(self, batch)
         elif self.use_fast_backward:
             logs = fast_sac_update(self, batch)
