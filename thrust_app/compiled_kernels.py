@@ -14,7 +14,7 @@ reads, so kernels spread over files could load stale code after an edit.
 
 `matmul` calls the BLAS torch itself calls (MKL, in the x86 wheels) for wide products: on one thread of
 this host it takes 187-195 us for a 256x256 by 256x256 product where numba's np.dot (SciPy's OpenBLAS)
-takes 222-244. Narrow ones go the other way: OpenBLAS 2-4 us, MKL 5-17.
+takes 222-244. Narrow ones go the other way: OpenBLAS 1-5 us, MKL 5-17.
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ from numba import types
 from numba.typed import List
 
 #: A product whose right operand has at most this many columns goes to numba's np.dot (OpenBLAS): MKL
-#: takes 5-17 us for 256x256 by 256x2..4 here, OpenBLAS 2-4 (`python benches/update_floor.py` times both).
+#: takes 5-17 us for the updates' 64- to 256-row products with 2 to 4 columns on one thread here, OpenBLAS 1-5.
 OPENBLAS_COLUMNS = 8
 _HALF_LOG_2PI = 0.5 * math.log(2.0 * math.pi)
 _LOG_2 = math.log(2.0)
