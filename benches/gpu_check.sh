@@ -21,17 +21,18 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 out="${1:-${OUT:-gpu-check}}"
 mkdir -p "$out"
+# A GPU check on a machine without a GPU measures nothing: say so and fail, never skip quietly (before the
+# wheels, which are the device's Python's and need not install here).
+if ! python3 -c "import sys, torch; sys.exit(0 if torch.cuda.is_available() else 1)" 2>/dev/null; then
+  echo "gpu_check: no CUDA device here (torch.cuda.is_available() is False, or torch is missing); this script measures a GPU: run it on the lent device" >&2
+  exit 2
+fi
 if compgen -G ".whl/*.whl" >/dev/null; then
   python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/thrust-site .whl/*.whl
   for site in .whl/*-site.tar.xz; do [ -e "$site" ] && tar xJf "$site" -C /tmp/thrust-site; done
   export PYTHONPATH="/tmp/thrust-site:${PYTHONPATH:-}"
 fi
 export PYTHONPATH="$PWD:${PYTHONPATH:-}" PYTHONUNBUFFERED=1
-# A GPU check on a machine without a GPU measures nothing: say so and fail, never skip quietly.
-if ! python3 -c "import sys, torch; sys.exit(0 if torch.cuda.is_available() else 1)" 2>/dev/null; then
-  echo "gpu_check: no CUDA device here (torch.cuda.is_available() is False, or torch is missing); this script measures a GPU: run it on the lent device" >&2
-  exit 2
-fi
 log="$out/gpu_check.log"
 {
   echo "== host"; nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv || true
