@@ -177,7 +177,6 @@ def main() -> None:
         calls = 100 if algo == "dqn" else 20
         for backward in ("compiled", "fast", "autograd"):
             agent, env, io, obs = build(algo, torch.device("cpu"), learning_starts=1, backward=backward)
-            agent.prepare(env)  # decides on the compiled update (holds its BLAS to one thread)
             while agent.buffer.size < 2048:
                 obs = agent.iteration(env, io, obs).obs
             if backward == "compiled":
