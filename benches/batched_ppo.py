@@ -28,11 +28,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from harness import available_devices, fmt_seconds, run_rounds
 
 from thrust_app.algos import PPO
+from thrust_app.algos.rollout import compute_gae
 from thrust_app.config import apply_overrides
-from thrust_app.device import cuda_summary, resolve_device
 from thrust_app.envs.batched import make_batched
-from thrust_app.rollout import compute_gae
-from thrust_app.tensors import EnvIO
+from thrust_app.envs.tensors import EnvIO
+from thrust_app.training.device import cuda_summary, resolve_device
 
 
 def ppo_iteration(num_envs: int, backend: str, device: torch.device, n_steps: int, minibatches: int, graphs: bool):

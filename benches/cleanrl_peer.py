@@ -114,8 +114,8 @@ def run_cleanrl(algo: str, seed: int, budget: int) -> dict:
 
 def run_thrust(algo: str, seed: int, budget: int) -> dict:
     """The same algorithm in Thrust with CleanRL's values, on Thrust's CartPole (CartPole-v1's dynamics)."""
-    from thrust_app.runs import read_jsonl
-    from thrust_app.trainer import train
+    from thrust_app.runs.files import read_jsonl
+    from thrust_app.training.trainer import train
 
     with TemporaryDirectory() as tmp:
         run_dir = Path(tmp) / "run"

@@ -25,8 +25,8 @@ from pathlib import Path
 
 import torch
 
-from thrust_app.presets import get_preset
-from thrust_app.trainer import train
+from thrust_app.training.presets import get_preset
+from thrust_app.training.trainer import train
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from harness import stop_if_signalled

@@ -54,7 +54,7 @@ log="$out/gpu_check.log"
   echo "== the CUDA tests: captured DQN/SAC/PPO updates against eager ones, the batched envs, training and loading on cuda"
   timeout 90 python3 -m pytest -q -p no:cacheprovider tests/test_cuda_graph.py tests/test_device.py tests/envs/test_batched.py -k cuda
   echo "== the compiled updates' kernels on this machine's CPU (backward=compiled; the BLAS its torch build exports)"
-  timeout 45 python3 -c "from thrust_app.compiled_kernels import SGEMM_SOURCE; print('wide products by', SGEMM_SOURCE)"
+  timeout 45 python3 -c "from thrust_app.speed.numba_kernels import SGEMM_SOURCE; print('wide products by', SGEMM_SOURCE)"
   timeout 45 python3 -m pytest -q -p no:cacheprovider tests/test_compiled_kernels.py tests/test_compiled_dqn.py
   echo "== examples on cuda (their progress bars: $out/examples_stderr.log)"
   THRUST_DEVICE=cuda timeout 15 python3 examples/train_simple_bandit.py 2>>"$out/examples_stderr.log"

@@ -90,7 +90,7 @@ def available_devices(requested: str) -> list[str]:
     """The torch devices of a comma list that this machine has; prints one line for each it lacks."""
     import torch
 
-    from thrust_app.device import cuda_summary
+    from thrust_app.training.device import cuda_summary
 
     devices = []
     for name in requested.split(","):

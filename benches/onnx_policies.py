@@ -28,8 +28,8 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from harness import fmt_seconds, run_rounds
 
-from thrust_app.bundle import OnnxPolicy, load_bundle
-from thrust_app.exporter import torch_policy_from_bundle
+from thrust_app.interop.bundle import OnnxPolicy, load_bundle
+from thrust_app.interop.exporter import torch_policy_from_bundle
 from thrust_app.web.browser import BrowserUnavailable, player_page
 from thrust_app.web.server import EXPORT_DIR, PlayerServer
 

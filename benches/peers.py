@@ -35,8 +35,8 @@ from tempfile import TemporaryDirectory
 import torch
 from harness import stop_if_signalled
 
-from thrust_app.evaluation import evaluate
-from thrust_app.trainer import EVAL_SEED_OFFSET, train
+from thrust_app.training.evaluation import evaluate
+from thrust_app.training.trainer import EVAL_SEED_OFFSET, train
 
 EVAL_EVERY = 5000
 #: SAC solves Pendulum within its first few thousand steps on both sides: evaluated every 5k, the solve-time

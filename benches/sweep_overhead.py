@@ -19,8 +19,8 @@ from pathlib import Path
 
 from harness import stop_if_signalled
 
-from thrust_app.sweep import sweep
-from thrust_app.trainer import train
+from thrust_app.sweeps.launch import sweep
+from thrust_app.training.trainer import train
 
 LEARNING_RATES = (1e-3, 3e-4, 1e-4, 3e-3)
 
@@ -77,7 +77,7 @@ def main() -> None:
             f"overhead {(wall - ideal) * args.workers / args.trials:.2f} s per trial"
         )
     if "ray" in walls:  # what a sweep on an already running cluster does not pay
-        from thrust_app.sweep_ray import ray_session
+        from thrust_app.sweeps.ray_engine import ray_session
 
         started = time.perf_counter()
         with ray_session(None, args.workers):

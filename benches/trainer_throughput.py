@@ -39,12 +39,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from harness import Measurement, available_devices, fmt_seconds, run_rounds
 
 from thrust_app.algos import ALGOS
+from thrust_app.algos.rollout import collect_rollout, compute_gae
 from thrust_app.config import apply_overrides
-from thrust_app.device import cuda_summary, resolve_device
 from thrust_app.envs.batched import make_batched
-from thrust_app.presets import get_preset
-from thrust_app.rollout import collect_rollout, compute_gae
-from thrust_app.tensors import EnvIO
+from thrust_app.envs.tensors import EnvIO
+from thrust_app.training.device import cuda_summary, resolve_device
+from thrust_app.training.presets import get_preset
 
 PAIRS = {"a2c": "thrust/CartPole-v0", "ppo": "thrust/CartPole-v0", "dqn": "thrust/CartPole-v0", "sac": "thrust/Pendulum-v0"}
 

@@ -39,11 +39,11 @@ from torch.utils._python_dispatch import TorchDispatchMode
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from trainer_throughput import build
 
-import thrust_app.fast_mlp as fast_mlp
-from thrust_app.compiled_kernels import SGEMM_SOURCE
-from thrust_app.compiled_kernels import matmul as compiled_matmul
-from thrust_app.device import resolve_device
-from thrust_app.fast_mlp import adam_step
+import thrust_app.speed.mlp_backward as fast_mlp
+from thrust_app.speed.mlp_backward import adam_step
+from thrust_app.speed.numba_kernels import SGEMM_SOURCE
+from thrust_app.speed.numba_kernels import matmul as compiled_matmul
+from thrust_app.training.device import resolve_device
 
 MATMULS = {torch.ops.aten.mm, torch.ops.aten.addmm, torch.ops.aten.bmm, torch.ops.aten.baddbmm}
 ADDING = {torch.ops.aten.addmm, torch.ops.aten.baddbmm}  # input + left @ right

@@ -3,7 +3,7 @@
 Not a test: these are full learning runs (one to two hours on 2 cores). Two tables, both written to
 docs/validation.md (and the headline rows into the README between its `validation` markers):
 
-- *presets*: every (algorithm, env) pair with Thrust's preset (`thrust_app/presets.py`);
+- *presets*: every (algorithm, env) pair with Thrust's preset (`thrust_app/training/presets.py`);
 - *settings*: each algorithm on its benchmark env (PPO, A2C, DQN on CartPole; SAC on Pendulum) under
   three sources of hyperparameters — Thrust's preset (the rl-baselines3-zoo's), CleanRL's script
   defaults, Stable-Baselines3's constructor defaults — translated field by field (`SETTINGS`), at the
@@ -204,7 +204,7 @@ def job_overrides(algo: str, env: str, source: str) -> dict:
         return {}
     from thrust_app.algos import get_algo
     from thrust_app.envs import resolve_env_id
-    from thrust_app.presets import get_preset
+    from thrust_app.training.presets import get_preset
 
     defaults = get_algo(algo).Config()
     preset = get_preset(algo, resolve_env_id(env))
@@ -217,10 +217,10 @@ def run_one(job: tuple[str, str, str, int]) -> dict:
 
     from thrust_app.algos.base import deterministic_action
     from thrust_app.envs import resolve_env_id
-    from thrust_app.evaluation import evaluate
-    from thrust_app.presets import get_preset
-    from thrust_app.runs import read_jsonl
-    from thrust_app.trainer import load_policy, train
+    from thrust_app.runs.files import read_jsonl
+    from thrust_app.training.evaluation import evaluate
+    from thrust_app.training.presets import get_preset
+    from thrust_app.training.trainer import load_policy, train
 
     algo, env, source, seed = job
     target = TARGETS[(algo, env)]
@@ -274,7 +274,7 @@ def run_one(job: tuple[str, str, str, int]) -> dict:
 
 def random_baseline(env: str, episodes: int = 200) -> float:
     from thrust_app.envs.core import Discrete, make_core
-    from thrust_app.evaluation import evaluate
+    from thrust_app.training.evaluation import evaluate
 
     space = make_core(env).action_space
     rng = random.Random(0)

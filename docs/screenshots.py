@@ -16,7 +16,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from thrust_app.trainer import train
+from thrust_app.training.trainer import train
 from thrust_app.web.browser import dashboard_page
 
 TABS = ["New run", "Training", "Runs", "Compare", "Sweeps", "Export & play", "Watch"]
@@ -53,7 +53,7 @@ def make_runs(root: Path) -> None:
 
 def make_sweep(root: Path) -> None:
     """A small learning-rate search over 2 seeds, for the Sweeps tab."""
-    from thrust_app.sweep import sweep
+    from thrust_app.sweeps.launch import sweep
 
     spec = root.parent / "lr.yaml"
     spec.write_text(

@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 import tempfile
 
-from thrust_app.trainer import train
+from thrust_app.training.trainer import train
 
 
 def main() -> None:

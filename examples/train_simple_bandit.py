@@ -17,8 +17,8 @@ import time
 import torch
 
 from thrust_app.algos.base import deterministic_action
-from thrust_app.evaluation import evaluate
-from thrust_app.trainer import load_policy, train
+from thrust_app.training.evaluation import evaluate
+from thrust_app.training.trainer import load_policy, train
 
 EPISODES = 1000
 

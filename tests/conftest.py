@@ -10,8 +10,8 @@ import pytest
 import torch
 
 from thrust_app.envs.batched import make_batched
-from thrust_app.nets import QNetwork
-from thrust_app.tensors import EnvIO
+from thrust_app.envs.tensors import EnvIO
+from thrust_app.nets.policies import QNetwork
 
 
 @pytest.fixture

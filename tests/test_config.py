@@ -8,7 +8,7 @@ import torch
 
 from thrust_app.algos import ALGOS
 from thrust_app.config import ConfigError, apply_overrides
-from thrust_app.trainer import train
+from thrust_app.training.trainer import train
 
 QUIET = {"progress": False, "log": lambda _: None}
 
@@ -72,7 +72,7 @@ def test_bad_intervals_are_refused_before_a_folder_exists(kwargs, message, tmp_p
 
 
 def test_a_named_preset_sets_its_settings_evaluation_and_stop_and_the_command_repeats_it():
-    from thrust_app.run_spec import make_spec
+    from thrust_app.training.run_spec import make_spec
 
     spec = make_spec("ppo", "cartpole", preset="fast")
     assert (spec.config["n_envs"], spec.config["n_steps"], spec.eval_every, spec.stop_at_return) == (8, 32, 1024, 475.0)
@@ -83,7 +83,7 @@ def test_a_named_preset_sets_its_settings_evaluation_and_stop_and_the_command_re
 
 
 def test_the_gpu_preset_puts_the_envs_on_the_device_unless_the_user_says_otherwise():
-    from thrust_app.run_spec import make_spec
+    from thrust_app.training.run_spec import make_spec
 
     spec = make_spec("ppo", "cartpole", preset="gpu")
     assert (spec.env_backend, spec.config["n_envs"], spec.config["cuda_graphs"]) == ("torch", 4096, True)
@@ -110,7 +110,7 @@ def test_the_gpu_preset_runs_on_a_cpu_with_one_note_that_its_graphs_are_unavaila
 
 
 def test_the_command_repeats_every_choice_that_differs_from_the_presets():
-    from thrust_app.run_spec import make_spec
+    from thrust_app.training.run_spec import make_spec
 
     spec = make_spec("ppo", "cartpole", device="cpu", env_backend="torch", eval_every=2048, eval_episodes=3)
     words = spec.command().split()
@@ -121,7 +121,7 @@ def test_the_command_repeats_every_choice_that_differs_from_the_presets():
 
 
 def test_an_unknown_preset_is_one_line_naming_the_presets_there():
-    from thrust_app.run_spec import make_spec
+    from thrust_app.training.run_spec import make_spec
 
     with pytest.raises(ConfigError, match=r"no preset 'fast' for sac on thrust/Pendulum-v0; its presets: default"):
         make_spec("sac", "pendulum", preset="fast")

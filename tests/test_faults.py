@@ -17,13 +17,13 @@ import numpy as np
 import pytest
 import torch
 
-from thrust_app.bundle import OnnxPolicy, load_bundle
 from thrust_app.cli import main as thrust_main
 from thrust_app.dashboard import jobs
-from thrust_app.exporter import ParityError, export_run
-from thrust_app.run_lock import RunLock, is_locked
-from thrust_app.runs import LAST_CHECKPOINT, load_checkpoint, read_jsonl, save_checkpoint
-from thrust_app.trainer import resume, train
+from thrust_app.interop.bundle import OnnxPolicy, load_bundle
+from thrust_app.interop.exporter import ParityError, export_run
+from thrust_app.runs.files import LAST_CHECKPOINT, load_checkpoint, read_jsonl, save_checkpoint
+from thrust_app.runs.lock import RunLock, is_locked
+from thrust_app.training.trainer import resume, train
 from thrust_app.web.server import bundle_index
 
 QUIET = {"progress": False, "log": lambda _: None}
@@ -31,7 +31,7 @@ QUIET = {"progress": False, "log": lambda _: None}
 #: A short PPO CartPole run that checkpoints often, started in a child process by `start_training`.
 TRAIN_SCRIPT = """
 import sys
-from thrust_app.trainer import train
+from thrust_app.training.trainer import train
 train("ppo", "cartpole", timesteps=int(sys.argv[2]), seed=3, device="cpu", run_dir=sys.argv[1], eval_every=2048,
       eval_episodes=2, checkpoint_every=1024, overrides={"n_steps": 16}, progress=False)
 """
@@ -230,7 +230,7 @@ def test_a_failed_resume_changes_nothing(tmp_path, capsys):
 
 
 def test_a_full_disk_is_one_line_and_keeps_the_last_checkpoint(tmp_path, capsys, monkeypatch):
-    from thrust_app import checkpointer
+    from thrust_app.training import checkpointer
 
     run = tmp_path / "run"
     train("ppo", "bandit", timesteps=256, run_dir=run, device="cpu", eval_episodes=1, **QUIET)
@@ -289,7 +289,7 @@ def test_a_manifest_missing_a_field_is_named_and_the_rest_still_list(field, bund
 def test_a_fixed_batch_of_one_runs_step_by_step(bundle, tmp_path):
     import onnx
 
-    from thrust_app.bundle import sha256_file
+    from thrust_app.interop.bundle import sha256_file
 
     fixed = tmp_path / "fixed"
     fixed.mkdir()

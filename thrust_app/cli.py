@@ -12,7 +12,7 @@ from collections.abc import Sequence
 
 
 def _cmd_demo(args: argparse.Namespace) -> int:
-    from .demo import run_demo
+    from .envs.demo import run_demo
 
     run_demo(seed=args.seed)
     return 0
@@ -33,7 +33,7 @@ def _cmd_envs(args: argparse.Namespace) -> int:
 
 
 def _cmd_train(args: argparse.Namespace) -> int:
-    from .trainer import resume, train
+    from .training.trainer import resume, train
 
     if args.resume:
         if args.algo or args.env:
@@ -99,8 +99,8 @@ def _print_summary(summary: dict) -> None:
 def _cmd_eval(args: argparse.Namespace) -> int:
     from pathlib import Path
 
-    from .bundle import MANIFEST_FILE, check_bundle_fits_env, load_bundle
-    from .evaluation import evaluate
+    from .interop.bundle import MANIFEST_FILE, check_bundle_fits_env, load_bundle
+    from .training.evaluation import evaluate
 
     path = Path(args.path)
     if (path.is_dir() and (path / "policy.onnx").is_file() and not (path / MANIFEST_FILE).is_file()) or (
@@ -117,7 +117,7 @@ def _cmd_eval(args: argparse.Namespace) -> int:
             raise UsageError(
                 f"{path} is not a bundle; export the run first (`thrust export {path}`) or evaluate it with --runtime torch"
             )
-        from .bundle import OnnxPolicy
+        from .interop.bundle import OnnxPolicy
 
         bundle = load_bundle(path)
         check_bundle_fits_env(bundle)
@@ -142,7 +142,7 @@ def _torch_policy(run, device: str):
     import torch
 
     from .algos.base import deterministic_action
-    from .trainer import load_policy
+    from .training.trainer import load_policy
 
     spec, policy = load_policy(run, device)
     on = next(policy.parameters()).device
@@ -155,7 +155,7 @@ def _torch_policy(run, device: str):
 
 
 def _cmd_export(args: argparse.Namespace) -> int:
-    from .exporter import export_run
+    from .interop.exporter import export_run
 
     bundle = export_run(args.run_dir, args.out, force=args.force)
     parity = bundle.manifest["parity"]
@@ -170,7 +170,7 @@ def _cmd_export(args: argparse.Namespace) -> int:
 
 
 def _cmd_import(args: argparse.Namespace) -> int:
-    from .importer import import_onnx, import_sb3
+    from .interop.importer import import_onnx, import_sb3
 
     if args.source.lower().endswith(".onnx"):
         bundle = import_onnx(
@@ -199,7 +199,7 @@ def _cmd_import(args: argparse.Namespace) -> int:
 
 
 def _cmd_compare(args: argparse.Namespace) -> int:
-    from .compare import DEFAULT_GROUP_BY, compare, format_table
+    from .runs.compare import DEFAULT_GROUP_BY, compare, format_table
 
     group_by = tuple(args.group_by.split(",")) if args.group_by else DEFAULT_GROUP_BY
     table, pairs, skipped = compare(args.runs, group_by, args.reps)
@@ -213,8 +213,9 @@ def _cmd_compare(args: argparse.Namespace) -> int:
 
 def _cmd_sweep(args: argparse.Namespace) -> int:
 
-    from .compare import compare, format_table
-    from .sweep import best_trial, sweep, trial_states
+    from .runs.compare import compare, format_table
+    from .sweeps.launch import sweep
+    from .sweeps.trials import best_trial, trial_states
 
     if bool(args.file) == bool(args.resume):
         raise UsageError("thrust sweep needs a sweep file (thrust sweep SWEEP.yaml) or --resume runs/<sweep>")
@@ -238,8 +239,8 @@ def _cmd_sweep(args: argparse.Namespace) -> int:
 
 
 def _cmd_tb_export(args: argparse.Namespace) -> int:
-    from .compare import find_runs
-    from .tensorboard_log import export_run
+    from .runs.compare import find_runs
+    from .runs.tensorboard import export_run
 
     for run in find_runs(args.runs):
         print(f"thrust: {export_run(run)}")
@@ -416,7 +417,7 @@ def build_parser() -> argparse.ArgumentParser:
     ex.add_argument("--force", action="store_true", help="replace a different bundle already in the folder")
     ex.set_defaults(func=_cmd_export)
 
-    from .onnx_actions import POST_PROCESSING
+    from .interop.onnx_actions import POST_PROCESSING
 
     imp = sub.add_parser(
         "import",

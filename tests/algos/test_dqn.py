@@ -6,9 +6,9 @@ import pytest
 import torch
 
 from thrust_app.algos.dqn import DQNConfig, dqn_loss
-from thrust_app.nets import QNetwork
-from thrust_app.runs import load_checkpoint, read_jsonl
-from thrust_app.trainer import train
+from thrust_app.nets.policies import QNetwork
+from thrust_app.runs.files import load_checkpoint, read_jsonl
+from thrust_app.training.trainer import train
 
 QUIET = {"progress": False, "log": lambda _: None}
 

@@ -7,8 +7,8 @@ import torch
 
 from thrust_app.algos import SAC, SACConfig
 from thrust_app.envs.core import Box
-from thrust_app.runs import load_checkpoint
-from thrust_app.trainer import train
+from thrust_app.runs.files import load_checkpoint
+from thrust_app.training.trainer import train
 
 
 def test_linear_schedule_sets_every_optimizers_learning_rate():

@@ -12,7 +12,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from thrust_app.dashboard import jobs
-from thrust_app.run_lock import is_locked
+from thrust_app.runs.lock import is_locked
 from thrust_app.web.browser import CHROMIUM, dashboard_page
 
 APP = str(Path(__file__).resolve().parents[2] / "thrust_app" / "dashboard" / "app.py")
@@ -107,7 +107,7 @@ def test_start_watch_stop_resume_export(dirs):
 
 
 def test_delete_needs_confirmation(dirs):
-    from thrust_app.trainer import train
+    from thrust_app.training.trainer import train
 
     train("ppo", "bandit", timesteps=256, run_dir=dirs / "runs" / "old", eval_episodes=1, progress=False, log=lambda _: None)
     at = new_app()
@@ -198,7 +198,7 @@ def test_tabs_follow_a_run_to_its_end_without_a_reload(dirs):
 
 
 def test_compare_shows_groups_of_seeds_with_intervals(dirs):
-    from thrust_app.trainer import train
+    from thrust_app.training.trainer import train
 
     for lr in ("3e-3", "1e-5"):
         for seed in (0, 1):
@@ -226,7 +226,7 @@ def test_compare_shows_groups_of_seeds_with_intervals(dirs):
 
 
 def test_tags_are_kept_in_the_run_and_found_by_the_filter(dirs):
-    from thrust_app.trainer import train
+    from thrust_app.training.trainer import train
 
     for name in ("tagged", "other"):
         train(

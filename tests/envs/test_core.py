@@ -10,7 +10,6 @@ import textwrap
 
 import pytest
 
-from thrust_app.demo import random_action
 from thrust_app.envs.core import (
     CORE_ENVS,
     EpisodeOverError,
@@ -21,6 +20,7 @@ from thrust_app.envs.core import (
     resolve_env_id,
 )
 from thrust_app.envs.core.snake import LEFT, RIGHT, STRAIGHT
+from thrust_app.envs.demo import random_action
 
 
 def test_cores_import_and_run_without_numpy_gymnasium_or_torch():
@@ -31,7 +31,7 @@ def test_cores_import_and_run_without_numpy_gymnasium_or_torch():
         for name in ("numpy", "gymnasium", "torch", "array_api_compat"):
             sys.modules[name] = None
         from thrust_app.envs.core import CORE_ENVS, make_core
-        from thrust_app.demo import random_action
+        from thrust_app.envs.demo import random_action
         rng = random.Random(0)
         for env_id in CORE_ENVS:
             env = make_core(env_id)

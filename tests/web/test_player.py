@@ -16,9 +16,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from thrust_app.bundle import load_bundle
-from thrust_app.manifest import BundleError, check_manifest
-from thrust_app.playback import onnx_episode
+from thrust_app.interop.bundle import load_bundle
+from thrust_app.interop.manifest import BundleError, check_manifest
+from thrust_app.interop.playback import onnx_episode
 from thrust_app.web.browser import player_page
 from thrust_app.web.core_wheel import CORE_FILES, build_core_wheel
 from thrust_app.web.server import EXPORT_DIR, REFERENCE_BUNDLES, WEB_DIR, PlayerServer, bundle_index

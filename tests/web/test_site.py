@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from thrust_app.cli import main
-from thrust_app.playback import onnx_episode
+from thrust_app.interop.playback import onnx_episode
 from thrust_app.web.browser import player_page
 from thrust_app.web.server import EXPORT_DIR, REFERENCE_BUNDLES, WEB_DIR
 from thrust_app.web.site import MARKER, NPM_FILES

@@ -18,13 +18,13 @@ import pytest
 import torch
 
 from thrust_app.algos.ppo import Minibatch, PPOConfig, ppo_loss
-from thrust_app.bundle import OnnxPolicy, load_bundle
+from thrust_app.algos.rollout import compute_gae
 from thrust_app.envs.core import Box, Discrete
-from thrust_app.flat_params import clip_grad_norm_
-from thrust_app.nets import ActorCritic
-from thrust_app.rollout import compute_gae
-from thrust_app.run_spec import make_spec
-from thrust_app.trainer import EVAL_SEED_OFFSET
+from thrust_app.interop.bundle import OnnxPolicy, load_bundle
+from thrust_app.nets.flat_params import clip_grad_norm_
+from thrust_app.nets.policies import ActorCritic
+from thrust_app.training.run_spec import make_spec
+from thrust_app.training.trainer import EVAL_SEED_OFFSET
 from thrust_app.web.browser import player_page
 from thrust_app.web.training_assets import TRAIN_ENVS, policy_template, training_catalog
 

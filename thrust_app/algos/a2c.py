@@ -11,8 +11,8 @@ from functools import partial
 import torch
 
 from ..config import param
-from ..rollout import Rollout
 from .on_policy import OnPolicyAlgorithm, OnPolicyConfig
+from .rollout import Rollout
 
 LOG_NAMES = ("policy_loss", "value_loss", "entropy")
 

@@ -11,12 +11,12 @@ import torch
 from torch import nn
 
 from ..config import AlgoConfig, schedule
-from ..cuda_graph import unavailable_reason
 from ..envs.core import Box, Discrete
+from ..envs.tensors import EnvIO
 from ..envs.vec import VecEnv
-from ..fast_acting import unsupported_reason
-from ..flat_params import FlatParameters, flat_optimizer_state
-from ..tensors import EnvIO
+from ..nets.flat_params import FlatParameters, flat_optimizer_state
+from ..speed.cuda_graphs import unavailable_reason
+from ..speed.numpy_acting import unsupported_reason
 
 
 class ActionSpaceError(ValueError):

@@ -16,13 +16,13 @@ from torch import nn
 
 from ..config import param
 from ..envs.core import Discrete
-from ..fast_acting import FastEpsilonGreedy
-from ..fast_dqn import fast_dqn_backward, unsupported_reason
-from ..fast_mlp import adam_step
-from ..flat_params import clip_grad_norm_
-from ..nets import QNetwork
-from ..replay import Batch
+from ..nets.flat_params import clip_grad_norm_
+from ..nets.policies import QNetwork
+from ..speed.dqn_backward import fast_dqn_backward, unsupported_reason
+from ..speed.mlp_backward import adam_step
+from ..speed.numpy_acting import FastEpsilonGreedy
 from .off_policy import OffPolicyAlgorithm, OffPolicyConfig, polyak
+from .replay import Batch
 
 
 @dataclass
@@ -125,7 +125,7 @@ class DQN(OffPolicyAlgorithm):
     def update(self, batch: Batch) -> dict[str, torch.Tensor]:
         config = self.config
         if self.use_compiled_update:  # gradient and clip in one compiled call
-            from ..compiled_dqn import compiled_dqn_gradient  # numba loads only when asked for (0.3 s)
+            from ..speed.numba_dqn import compiled_dqn_gradient  # numba loads only when asked for (0.3 s)
 
             loss = compiled_dqn_gradient(
                 self.q_net, self.target_net, batch, config.gamma, config.double_dqn, config.loss, config.max_grad_norm

@@ -12,13 +12,13 @@ import numpy as np
 import torch
 from torch import nn
 
-from .. import compiled_nets
 from ..config import AlgoConfig, check_memory, param
-from ..cuda_graph import CUDA_GRAPHS_HELP, GraphedStep
 from ..envs.core import Box
-from ..flat_params import FlatParameters
-from ..replay import Batch, ReplayBuffer
+from ..nets.flat_params import FlatParameters
+from ..speed import numba_nets as compiled_nets
+from ..speed.cuda_graphs import CUDA_GRAPHS_HELP, GraphedStep
 from .base import Algorithm, Iteration
+from .replay import Batch, ReplayBuffer
 
 
 @dataclasses.dataclass

@@ -10,15 +10,15 @@ from typing import Literal
 import torch
 
 from ..config import AlgoConfig, ConfigError, check_memory, param
-from ..cuda_graph import GraphedCollection, collection_unavailable_reason
-from ..fast_acting import FastActorCritic
-from ..fast_actor_critic import ActorCriticLoss, fast_backward, unsupported_reason
-from ..fast_mlp import adam_step
-from ..fast_rollout import collect_rollout_fast
-from ..flat_params import clip_grad_norm_
-from ..nets import ActorCritic
-from ..rollout import CollectedSteps, Rollout, collect_steps, compute_gae, make_rollout
+from ..nets.flat_params import clip_grad_norm_
+from ..nets.policies import ActorCritic
+from ..speed.actor_critic_backward import ActorCriticLoss, fast_backward, unsupported_reason
+from ..speed.cuda_graphs import GraphedCollection, collection_unavailable_reason
+from ..speed.mlp_backward import adam_step
+from ..speed.numpy_acting import FastActorCritic
+from ..speed.numpy_rollout import collect_rollout_fast
 from .base import Algorithm, Iteration
+from .rollout import CollectedSteps, Rollout, collect_steps, compute_gae, make_rollout
 
 
 @dataclasses.dataclass

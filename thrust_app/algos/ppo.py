@@ -1,6 +1,6 @@
 """PPO (Schulman et al., 2017): clipped policy updates over several epochs of minibatches.
 
-Defaults follow Stable-Baselines3; per-env presets in `thrust_app/presets.py` follow rl-baselines3-zoo.
+Defaults follow Stable-Baselines3; per-env presets in `thrust_app/training/presets.py` follow rl-baselines3-zoo.
 """
 
 from __future__ import annotations
@@ -13,9 +13,9 @@ from typing import Literal, NamedTuple
 import torch
 
 from ..config import param, schedule
-from ..cuda_graph import CUDA_GRAPHS_HELP, GraphedStep
-from ..rollout import Rollout
+from ..speed.cuda_graphs import CUDA_GRAPHS_HELP, GraphedStep
 from .on_policy import OnPolicyAlgorithm, OnPolicyConfig
+from .rollout import Rollout
 
 LOG_NAMES = ("policy_loss", "value_loss", "entropy", "approx_kl", "clip_fraction")
 

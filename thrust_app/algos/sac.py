@@ -13,11 +13,11 @@ from torch import nn
 
 from ..config import param
 from ..envs.core import Box
-from ..fast_acting import FastSquashedGaussian
-from ..fast_sac import fast_sac_update, unsupported_reason
-from ..nets import SquashedGaussianActor, TwinQ
-from ..replay import Batch
+from ..nets.policies import SquashedGaussianActor, TwinQ
+from ..speed.numpy_acting import FastSquashedGaussian
+from ..speed.sac_backward import fast_sac_update, unsupported_reason
 from .off_policy import OffPolicyAlgorithm, OffPolicyConfig, polyak
+from .replay import Batch
 
 
 @dataclass
@@ -88,7 +88,7 @@ class SAC(OffPolicyAlgorithm):
 
     def update(self, batch: Batch) -> dict[str, torch.Tensor]:
         if self.use_compiled_update:
-            from ..compiled_sac import compiled_sac_update  # numba loads only when asked for (0.3 s)
+            from ..speed.numba_sac import compiled_sac_update  # numba loads only when asked for (0.3 s)
 
             logs = compiled_sac_update(self, batch)
         elif self.use_fast_backward:

@@ -21,11 +21,11 @@ import pandas as pd
 import streamlit as st
 
 from thrust_app.algos import ALGOS
-from thrust_app.bundle import BundleError
 from thrust_app.config import ConfigError, apply_overrides, field_help
 from thrust_app.dashboard import jobs
 from thrust_app.envs.core import ALIASES, Box, Discrete
-from thrust_app.presets import DEFAULT_PRESET, get_preset, preset_names
+from thrust_app.interop.bundle import BundleError
+from thrust_app.training.presets import DEFAULT_PRESET, get_preset, preset_names
 
 OTHER_ENV = "other gymnasium id…"
 REFRESH_S = 2.0
@@ -43,7 +43,7 @@ def action_kind(env_name: str) -> str:
 
 @st.cache_data(show_spinner=False)
 def machine_devices() -> str:
-    from thrust_app.device import cuda_summary
+    from thrust_app.training.device import cuda_summary
 
     return cuda_summary()
 
@@ -97,7 +97,7 @@ def hp_key(algo: str, name: str) -> str:
 def shown_preset(algo: str, env_name: str):
     """The preset a run of `algo` on `env_name` starts from (the form's choice, else the pair's default one):
     looked up by the env's full id, as the trainer does."""
-    from thrust_app.run_spec import resolve_env_name
+    from thrust_app.training.run_spec import resolve_env_name
 
     return get_preset(algo, resolve_env_name(env_name), st.session_state.get("new-preset", DEFAULT_PRESET))
 
@@ -216,8 +216,8 @@ def choose_env() -> tuple[str, str] | None:
 
 def load_zoo_settings(algo: str, env_name: str, fields: set[str]) -> None:
     """Fill the form from an uploaded rl-baselines3-zoo hyperparameter file (its first entry)."""
-    from thrust_app.run_spec import resolve_env_name
-    from thrust_app.zoo_yaml import GYMNASIUM_TWINS, from_zoo_yaml
+    from thrust_app.training.run_spec import resolve_env_name
+    from thrust_app.training.zoo_yaml import GYMNASIUM_TWINS, from_zoo_yaml
 
     uploaded = st.file_uploader("Load settings from an rl-zoo YAML file", type=["yml", "yaml"], key="zoo-upload")
     if uploaded is None or st.session_state.get("zoo-loaded") == uploaded.file_id:
@@ -261,7 +261,7 @@ def new_run_tab() -> None:
         help=f"this machine: {machine_devices()}; auto takes CUDA when present",
     )
     st.caption(f"This machine: {machine_devices()}")
-    from thrust_app.run_spec import resolve_env_name
+    from thrust_app.training.run_spec import resolve_env_name
 
     st.selectbox(
         "Preset",
@@ -325,7 +325,7 @@ def solved_step(info: jobs.RunInfo, evals: list[dict]) -> int | None:
     """The summary's solved step, or while training the first evaluation at the env's threshold."""
     if info.summary:
         return info.summary.get("solved_at_step")
-    from thrust_app.run_spec import SOLVED_AT
+    from thrust_app.training.run_spec import SOLVED_AT
 
     threshold = info.config.get("stop_at_return")
     threshold = SOLVED_AT.get(info.config.get("env")) if threshold is None else threshold
@@ -523,7 +523,7 @@ def hyperparameter_view(runs: list[jobs.RunInfo], key: str = "hp") -> None:
 
 def zoo_yaml_download(runs: list[jobs.RunInfo]) -> None:
     """A run's settings as an rl-baselines3-zoo hyperparameter file."""
-    from thrust_app.zoo_yaml import to_zoo_yaml
+    from thrust_app.training.zoo_yaml import to_zoo_yaml
 
     name = st.selectbox("Settings of run, as rl-zoo YAML", [r.name for r in runs], key="yaml-run")
     info = next(r for r in runs if r.name == name)
@@ -566,8 +566,8 @@ def runs_tab() -> None:
 @st.fragment(run_every=2 * REFRESH_S)
 def compare_tab() -> None:
     """Groups of seeds side by side: eval curves on one chart, and per group the mean and IQM with 95%
-    bootstrap intervals and the probability of improvement between groups (thrust_app/compare.py)."""
-    from thrust_app.compare import DEFAULT_GROUP_BY, compare
+    bootstrap intervals and the probability of improvement between groups (thrust_app/runs/compare.py)."""
+    from thrust_app.runs.compare import DEFAULT_GROUP_BY, compare
 
     evaluated = [r for r in jobs.list_runs() if (r.path / "metrics.jsonl").exists() and r.summary]
     if not evaluated:
@@ -621,7 +621,7 @@ def _interval_text(interval: tuple[float, float]) -> str:
 
 def group_curves(picked: list[jobs.RunInfo], group_by: list[str], x_axis: str) -> alt.Chart:
     """Every run's evaluation curve, coloured by its group."""
-    from thrust_app.compare import group_runs, load_score
+    from thrust_app.runs.compare import group_runs, load_score
 
     groups = group_runs([score for score in map(load_score, [r.path for r in picked]) if score], group_by)
     points = [
@@ -656,7 +656,7 @@ def export_tab() -> None:
         return
     force = st.checkbox("Replace a different bundle of the same name", key="export-force")
     if st.button("Export to ONNX", key="export", type="primary"):
-        from thrust_app.exporter import export_run
+        from thrust_app.interop.exporter import export_run
 
         with st.spinner("Exporting and checking torch against onnxruntime…"):
             try:
@@ -667,7 +667,7 @@ def export_tab() -> None:
     name = st.session_state.get("exported")
     target = export_root() / info.name
     if (target / "manifest.json").exists():
-        from thrust_app.bundle import load_bundle
+        from thrust_app.interop.bundle import load_bundle
 
         m = load_bundle(target).manifest
         par = m["parity"]
@@ -780,8 +780,8 @@ def sweep_curves(info, best) -> alt.Chart | None:
 
 
 def sweep_panel(info) -> None:
-    from thrust_app.compare import compare
     from thrust_app.dashboard import sweeps
+    from thrust_app.runs.compare import compare
 
     spec, best = info.spec, info.best()
     st.caption(

@@ -17,9 +17,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..run_lock import is_locked
-from ..runs import atomic_write_json, read_json, read_jsonl
-from ..trainer import STOP_FILE
+from ..runs.files import atomic_write_json, read_json, read_jsonl
+from ..runs.lock import is_locked
+from ..training.trainer import STOP_FILE
 
 LOG_FILE = "train.log"
 #: Written by the dashboard when it launches a process, before that process writes config.json.
@@ -151,8 +151,8 @@ def start_run(
     preset: str = "default",
 ) -> Path:
     """Check the choices in this process (so errors show at once), then train in a new process."""
-    from ..run_spec import make_spec
-    from ..runs import new_run_dir
+    from ..runs.files import new_run_dir
+    from ..training.run_spec import make_spec
 
     spec = make_spec(algo, env, timesteps, seed, device, eval_every, overrides=overrides, preset=preset)  # raises on bad input
     root = root or runs_root()

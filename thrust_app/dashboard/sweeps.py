@@ -20,8 +20,9 @@ from typing import Any
 
 import yaml
 
-from ..runs import atomic_write_json, read_json
-from ..sweep import SweepSpec, list_trials, load_sweep
+from ..runs.files import atomic_write_json, read_json
+from ..sweeps.spec import SweepSpec, load_sweep
+from ..sweeps.trials import list_trials
 from .jobs import runs_root
 
 REQUEST_FILE = "sweep.request.yaml"  #: the YAML the dashboard launched the sweep with

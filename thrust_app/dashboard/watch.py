@@ -75,7 +75,7 @@ def run_policy(run_dir: Path):
     import torch
 
     from ..algos.base import deterministic_action
-    from ..trainer import load_policy
+    from ..training.trainer import load_policy
 
     spec, policy = load_policy(run_dir)
 

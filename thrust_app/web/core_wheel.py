@@ -1,7 +1,7 @@
 """Thrust's pure-Python env cores as a wheel, built on demand for Pyodide.
 
 The browser runs exactly the desktop's env source: `thrust_app/__init__.py`, `thrust_app/envs/__init__.py`
-and `thrust_app/envs/core/`, and the bundle manifest's schema (`thrust_app/manifest.py`). They are packed
+and `thrust_app/envs/core/`, and the bundle manifest's schema (`thrust_app/interop/manifest.py`). They are packed
 into a standard `py3-none-any` wheel (zip, METADATA, WHEEL, RECORD) in memory; no build tool or download
 is needed, so it works offline.
 """
@@ -21,7 +21,8 @@ PACKAGE_ROOT = Path(__file__).resolve().parents[1]
 CORE_FILES = [
     "__init__.py",
     "envs/__init__.py",
-    "manifest.py",
+    "interop/__init__.py",
+    "interop/manifest.py",
     *sorted(str(p.relative_to(PACKAGE_ROOT)) for p in (PACKAGE_ROOT / "envs" / "core").glob("*.py")),
 ]
 

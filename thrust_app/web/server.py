@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import unquote, urlparse
 
-from ..bundle import BundleError, load_bundle
+from ..interop.bundle import BundleError, load_bundle
 from .core_wheel import build_core_wheel, wheel_name
 from .training_assets import asset
 

@@ -19,7 +19,7 @@ import shutil
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from ..bundle import BundleError, load_bundle
+from ..interop.bundle import BundleError, load_bundle
 from .core_wheel import build_core_wheel, wheel_name
 from .server import EXPORT_DIR, WEB_DIR, bundle_index, ensure_node_modules
 from .training_assets import ASSET_PATHS, asset

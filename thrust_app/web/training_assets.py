@@ -30,9 +30,9 @@ ALGO = "ppo"
 def training_catalog() -> dict[str, Any]:
     """{"envs": {alias: {"presets": {name: run}}}, "help": {field: text}} for the page's Train mode."""
     from ..algos import get_algo
-    from ..presets import preset_names
-    from ..run_spec import make_spec, solve_threshold
-    from ..trainer import EVAL_SEED_OFFSET
+    from ..training.presets import preset_names
+    from ..training.run_spec import make_spec, solve_threshold
+    from ..training.trainer import EVAL_SEED_OFFSET
 
     algo_cls = get_algo(ALGO)
     envs: dict[str, Any] = {}
@@ -66,8 +66,8 @@ def policy_template(env: str) -> tuple[bytes, dict[str, Any]]:
     import torch
 
     from ..envs import env_spaces
-    from ..exporter import PolicyGraph, base_manifest, export_onnx, output_specs
-    from ..nets import ActingMLP
+    from ..interop.exporter import PolicyGraph, base_manifest, export_onnx, output_specs
+    from ..nets.policies import ActingMLP
 
     catalog = training_catalog()
     if env not in catalog["envs"]:

@@ -10,8 +10,8 @@ export async function startPython() {
   const { wheel } = await (await fetch(index)).json();
   await pyodide.loadPackage(new URL(wheel, index).href);
   const cores = pyodide.pyimport("thrust_app.envs.core");
-  // The manifest schema Python uses (thrust_app/manifest.py), so both sides refuse the same bundles.
-  const manifests = pyodide.pyimport("thrust_app.manifest");
+  // The manifest schema Python uses (thrust_app/interop/manifest.py), so both sides refuse the same bundles.
+  const manifests = pyodide.pyimport("thrust_app.interop.manifest");
   return { pyodide, cores, manifests, startupMs: performance.now() - started };
 }
 

@@ -6,7 +6,7 @@ ort.env.wasm.wasmPaths = new URL("../node_modules/onnxruntime-web/dist/", import
 ort.env.wasm.numThreads = 1;
 ort.env.logLevel = "error";
 
-// The dtype each kind of action comes out in, as thrust_app/bundle.py writes and reads them.
+// The dtype each kind of action comes out in, as thrust_app/interop/bundle.py writes and reads them.
 export const ACTION_DTYPE = { discrete: "int32", box: "float32" };
 
 export async function sha256Hex(bytes) {
@@ -14,7 +14,7 @@ export async function sha256Hex(bytes) {
   return Array.from(new Uint8Array(digest), (b) => b.toString(16).padStart(2, "0")).join("");
 }
 
-// Check a manifest (with thrust_app/manifest.py's schema, in Pyodide) and its model bytes against each
+// Check a manifest (with thrust_app/interop/manifest.py's schema, in Pyodide) and its model bytes against each
 // other; throws an Error whose message is the one-line reason.
 export async function checkBundle(python, manifest, modelBytes) {
   const problem = python.manifests.manifest_problem(JSON.stringify(manifest));

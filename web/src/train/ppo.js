@@ -49,7 +49,7 @@ const linear = (rows, cols, gain, rng, name) => ({
 });
 
 // Policy and value for PPO: two MLPs over the observation (SB3's default), a categorical over logits
-// (discrete) or a diagonal Gaussian with a learned state-independent log std (Box), as thrust_app/nets.py.
+// (discrete) or a diagonal Gaussian with a learned state-independent log std (Box), as thrust_app/nets/policies.py.
 export class ActorCritic {
   constructor({ obsSize, outSize, discrete, hidden, activation, logStdInit = 0, low = null, high = null }, rng) {
     Object.assign(this, { obsSize, outSize, discrete, hidden, activation, low, high });
@@ -144,7 +144,7 @@ export function ppoLoss(net, batch, clipRange, config) {
 export const LOG_NAMES = ["policy_loss", "value_loss", "entropy", "approx_kl", "clip_fraction"];
 
 // Gradients of the PPO loss on one minibatch, clipped to a global L2 norm of max_grad_norm
-// (scale = min(1, max_norm / (||g|| + 1e-6)), as thrust_app/flat_params.py's clip_grad_norm_).
+// (scale = min(1, max_norm / (||g|| + 1e-6)), as thrust_app/nets/flat_params.py's clip_grad_norm_).
 export function clippedGradients(net, batch, clipRange, config) {
   const variables = net.variables();
   let logs;
@@ -173,7 +173,7 @@ export function minibatchStep(net, optimizer, batch, clipRange, config) {
 }
 
 // Generalised advantage estimates (Schulman et al., 2016) and returns over a (T, N) rollout, row-major,
-// as compute_gae in thrust_app/rollout.py. Returns are A_t + V(s_t).
+// as compute_gae in thrust_app/algos/rollout.py. Returns are A_t + V(s_t).
 export function computeGae(rewards, values, dones, lastValues, T, N, gamma, gaeLambda) {
   const advantages = new Float32Array(T * N);
   for (let env = 0; env < N; env++) {

@@ -198,7 +198,7 @@ export class BrowserPPO {
     return { episodes: rollout.episodes, losses, learningRate: this.optimizer.learningRate };
   }
 
-  // eval_episodes greedy episodes side by side (as thrust_app/evaluation.py), seeds seed + offset + i.
+  // eval_episodes greedy episodes side by side (as thrust_app/training/evaluation.py), seeds seed + offset + i.
   async evaluate() {
     const episodes = this.run.eval_episodes;
     let obs = toJsOnce(this.evalVec.reset());

@@ -1,0 +1,57 @@
+"""Networks: the actor-critic's sampling, log-probabilities and export form agree with each other."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from thrust_app.envs.core import Box, Discrete
+from thrust_app.nets.policies import ActorCritic
+
+
+def test_rollout_sampling_draws_from_the_policy():
+    """The Gumbel-max sampler behind rollouts: frequencies match the softmax, log-probs and values match
+    `evaluate_actions`."""
+    torch.manual_seed(0)
+    net = ActorCritic((4,), Discrete(3))
+    with torch.no_grad():
+        net.pi_head.bias.copy_(torch.tensor([0.0, 1.0, -1.0]))
+    obs = torch.zeros(20_000, 4)
+    actions, log_probs, values = net.sample(obs)
+    want_log_probs, _, want_values = net.evaluate_actions(obs, actions)
+    freq = torch.bincount(actions, minlength=3) / actions.shape[0]
+    torch.testing.assert_close(freq, torch.softmax(torch.tensor([0.0, 1.0, -1.0]), 0), atol=0.015, rtol=0)
+    torch.testing.assert_close(log_probs, want_log_probs.detach(), atol=1e-5, rtol=0)
+    torch.testing.assert_close(values, want_values.detach(), atol=1e-5, rtol=0)
+
+
+def test_gaussian_log_prob_and_entropy_sum_over_action_dimensions():
+    torch.manual_seed(0)
+    net = ActorCritic((3,), Box((-1.0, -1.0), (1.0, 1.0), (2,)), log_std_init=-0.5)
+    obs, actions = torch.randn(5, 3), torch.randn(5, 2)
+    log_prob, entropy, _ = net.evaluate_actions(obs, actions)
+    mean = net.pi_head(net.towers.tower(obs, 0))
+    dist = torch.distributions.Normal(mean, torch.full_like(mean, -0.5).exp())
+    torch.testing.assert_close(log_prob, dist.log_prob(actions).sum(-1))
+    torch.testing.assert_close(entropy, dist.entropy().sum(-1))
+
+
+@pytest.mark.parametrize("space", [Discrete(3), Box((-2.0,), (2.0,), (1,))], ids=["discrete", "box"])
+def test_the_exported_policy_mlp_acts_as_the_network(space):
+    torch.manual_seed(0)
+    net = ActorCritic((4,), space, (32, 16))
+    obs = torch.randn(64, 4) * 3
+    want, got = net.act(obs), net.policy_mlp().act(obs)
+    if isinstance(space, Discrete):
+        torch.testing.assert_close(got[0], want[0])
+        assert torch.equal(got[1], want[1])
+    else:
+        torch.testing.assert_close(got, want)
+
+
+def test_checkpoints_naming_the_input_layer_first_still_load():
+    net = ActorCritic((4,), Discrete(2))
+    state = {key.replace("towers.input_layer.", "towers.first."): value for key, value in net.state_dict().items()}
+    twin = ActorCritic((4,), Discrete(2))
+    twin.load_state_dict(state)
+    torch.testing.assert_close(twin.flat, net.flat)

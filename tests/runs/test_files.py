@@ -1,0 +1,42 @@
+"""Run folders on disk: checkpoints load without running pickled code, and a bad one is refused saying why."""
+
+from __future__ import annotations
+
+import pickle
+
+import pytest
+import torch
+
+from thrust_app.runs.files import CheckpointError, RunDirError
+from thrust_app.training.trainer import resume, train
+
+QUIET = {"progress": False, "log": lambda _: None}
+
+
+@pytest.mark.filterwarnings("ignore:Detected pickle protocol")
+def test_bad_checkpoints_are_refused_without_running_their_code(tmp_path):
+    run = tmp_path / "run"
+    train("ppo", "bandit", timesteps=256, run_dir=run, device="cpu", eval_episodes=1, **QUIET)
+    ckpt = run / "last.pt"
+    data = ckpt.read_bytes()
+    ckpt.write_bytes(data[: len(data) // 2])
+    with pytest.raises(CheckpointError, match="not a readable Thrust checkpoint"):
+        resume(run, timesteps=512, **QUIET)  # on past its budget: the checkpoint must be read
+    torch.save({"weights": torch.zeros(2)}, ckpt)
+    with pytest.raises(CheckpointError, match="not a Thrust checkpoint"):
+        resume(run, timesteps=512, **QUIET)  # on past its budget: the checkpoint must be read
+    marker = tmp_path / "pwned"
+    ckpt.write_bytes(pickle.dumps(Exploit(str(marker))))
+    with pytest.raises(CheckpointError):
+        resume(run, timesteps=512, **QUIET)  # on past its budget: the checkpoint must be read
+    assert not marker.exists()
+    with pytest.raises(RunDirError, match="not a Thrust run folder"):
+        resume(tmp_path / "nowhere", **QUIET)
+
+
+class Exploit:
+    def __init__(self, path: str) -> None:
+        self.path = path
+
+    def __reduce__(self):
+        return (open, (self.path, "w"))

@@ -1,0 +1,49 @@
+"""The compiled DQN update (`backward="compiled"`) gives the reference's clipped gradients and trains the
+same Q-net; where it cannot run, the written-out torch update does, with a note."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from thrust_app.algos import DQN
+from thrust_app.algos.dqn import DQNConfig, dqn_loss
+from thrust_app.envs.core import Discrete
+from thrust_app.nets.flat_params import clip_grad_norm_
+from thrust_app.speed.numba_dqn import compiled_dqn_gradient
+
+
+@pytest.mark.parametrize("loss", ["huber", "mse"])
+@pytest.mark.parametrize("double", [True, False])
+@pytest.mark.parametrize("hidden", [(64, 64), (32,), (16, 24, 8)])
+def test_compiled_gradients_equal_autograds(loss, double, hidden, dqn_batch, dqn_nets):
+    q_net, target_net = dqn_nets(hidden)
+    q_net.zero_grad()
+    want_loss = dqn_loss(q_net, target_net, dqn_batch, 0.9, double, loss)
+    want_loss.backward()
+    clip_grad_norm_(q_net.flat, 0.5)  # small enough to scale these gradients
+    want = {name: p.grad.clone() for name, p in q_net.named_parameters()}
+    for p in q_net.parameters():
+        p.grad.fill_(float("nan"))  # the compiled update must write every gradient, not add to them
+    got_loss = compiled_dqn_gradient(q_net, target_net, dqn_batch, 0.9, double, loss, 0.5)
+    assert got_loss == pytest.approx(want_loss.item(), rel=1e-6)
+    for name, p in q_net.named_parameters():
+        assert p.grad.abs().sum() > 0, name
+        torch.testing.assert_close(p.grad, want[name], atol=1e-6, rtol=1e-5, msg=name)
+
+
+def test_the_switch_trains_the_same_q_net_as_autograd(run_iterations):
+    """Whole iterations (acting, sampling, updates, clips, target copies, Adam) compiled and by autograd."""
+    settings = {"learning_starts": 64, "batch_size": 32, "train_freq": 4, "target_update_interval": 128}
+    (compiled, stats), (reference, _) = (
+        run_iterations(DQN, "cartpole", 64, n_envs=2, backward=way, **settings) for way in ("compiled", "autograd")
+    )
+    assert compiled.use_compiled_update and not reference.use_fast_backward
+    torch.testing.assert_close(compiled.q_net.flat, reference.q_net.flat, atol=1e-5, rtol=1e-4)
+    assert stats["q_loss"] > 0
+
+
+def test_image_observations_fall_back_to_autograd_with_a_note():
+    algo = DQN((3, 5, 5), Discrete(4), DQNConfig(buffer_size=16, backward="compiled"), torch.device("cpu"), seed=0)
+    assert not algo.use_fast_backward and not algo.use_compiled_update
+    assert any("backward=compiled falls back to autograd" in note and "CNN" in note for note in algo.notes)

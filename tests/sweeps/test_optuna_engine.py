@@ -1,0 +1,190 @@
+"""Sweeps: an Optuna search over Thrust runs in worker processes, seeds grouped, pruning from
+evaluations during training, and a killed sweep continued without losing a finished trial."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from thrust_app.config import ConfigError
+from thrust_app.runs.compare import compare
+from thrust_app.sweeps.launch import sweep
+from thrust_app.sweeps.spec import SweepSpec
+from thrust_app.sweeps.trials import best_trial, trial_states
+
+SMALL = """
+name: {name}
+algo: ppo
+env: bandit
+timesteps: {timesteps}
+base: {{n_steps: 16}}
+search:
+  learning_rate: {{type: loguniform, low: 1.0e-6, high: 1.0e-2}}
+seeds: 2
+trials: 4
+pruner: median
+pruner_startup_trials: 1
+eval_every: 256
+eval_episodes: 20
+workers: 2
+"""
+
+
+def start_sweep_process(path: Path, runs_root: Path) -> subprocess.Popen:
+    """`thrust sweep` in a process group of its own, as a user starts it (the test signals the group)."""
+    return subprocess.Popen(
+        [sys.executable, "-m", "thrust_app", "sweep", str(path), "--runs-root", str(runs_root)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+
+
+def sweep_file(tmp_path: Path, name: str = "small", timesteps: int = 1024) -> Path:
+    path = tmp_path / f"{name}.yaml"
+    path.write_text(SMALL.format(name=name, timesteps=timesteps))
+    return path
+
+
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        ("name: x\nalgo: ppo\nenv: bandit\ntimesteps: 100\nsearch: {}\nbogus: 1\n", "unknown keys bogus"),
+        ("name: x\nalgo: ppo\nenv: bandit\nsearch: {}\n", "missing timesteps"),
+        ("name: x\nalgo: ppo\nenv: bandit\ntimesteps: 1000\nsearch: {gamma: {type: normal}}\n", "search.gamma: give a type"),
+        ("name: x\nalgo: ppo\nenv: bandit\ntimesteps: 1000\nsearch: {gamma: {type: float, low: 0.9}}\n", "needs high"),
+        (
+            "name: x\nalgo: ppo\nenv: bandit\ntimesteps: 1000\nsampler: grid\n"
+            "search: {gamma: {type: float, low: 0.9, high: 1}}\n",
+            "grid sampler needs every search entry to be a choice",
+        ),
+        (
+            "name: x\nalgo: ppo\nenv: bandit\ntimesteps: 1000\nsearch: {lerning_rate: {type: choice, values: [1]}}\n",
+            "unknown ppo config key 'lerning_rate'",
+        ),
+        ("name: x\nalgo: ppo\nenv: bandit\ntimesteps: 1000\nsearch: {}\npruner: pbt\n", "pbt needs the Ray engine"),
+        (
+            "name: x\nalgo: ppo\nenv: bandit\ntimesteps: 1000\nsearch: {}\npruner: pbt\nengine: ray\nseeds: 2\n",
+            "each trial is one seed",
+        ),
+        ("name: x\nalgo: ppo\nenv: bandit\ntimesteps: 1000\nsearch: {}\nengine: slurm\n", "engine must be one of"),
+    ],
+)
+def test_a_bad_sweep_file_is_one_line_before_anything_runs(text, message, tmp_path):
+    path = tmp_path / "bad.yaml"
+    path.write_text(text)
+    with pytest.raises(ConfigError, match=message):
+        SweepSpec.from_yaml(path)
+
+
+def test_a_sweep_runs_its_trials_over_seeds_in_ordinary_run_folders(tmp_path):
+    folder = sweep(sweep_file(tmp_path), runs_root=tmp_path / "runs", log=lambda _: None)
+    states = trial_states(folder)
+    assert states.get("complete", 0) + states.get("pruned", 0) >= 4 and "running" not in states
+    complete = sorted(
+        path
+        for path in folder.glob("trial-*-s0")
+        if (path / "summary.json").exists() and json.loads((path / "summary.json").read_text())["status"] == "finished"
+    )
+    assert complete and all((path.with_name(path.name[:-1] + "1") / "summary.json").exists() for path in complete)
+    trial = json.loads((complete[0] / "trial.json").read_text())
+    assert trial["sweep"] == "small" and "learning_rate" in trial["params"]
+    config = json.loads((complete[0] / "config.json").read_text())
+    assert config["config"]["learning_rate"] == pytest.approx(trial["params"]["learning_rate"])
+    table, _, _ = compare([folder], reps=200)
+    assert any(row.runs == 2 for row in table)  # the two seeds of a trial form one group
+    best = best_trial(folder)
+    assert best is not None and 0.0 <= best["score"] <= 1.0
+
+
+def test_a_killed_sweep_continues_and_keeps_its_finished_trials(tmp_path):
+    path = sweep_file(tmp_path, name="killed", timesteps=8192)
+    folder = tmp_path / "runs" / "killed"
+    process = start_sweep_process(path, tmp_path / "runs")
+    deadline = time.time() + 240
+    finished: dict[Path, float] = {}
+    while time.time() < deadline and not finished:
+        finished = {p: p.stat().st_mtime for p in folder.glob("trial-*/summary.json")}
+        time.sleep(0.2)
+    assert finished, "no trial finished in time"
+    os.killpg(process.pid, signal.SIGKILL)
+    process.wait(30)
+    sweep(resume_folder=folder, log=lambda _: None)
+    states = trial_states(folder)
+    assert states.get("complete", 0) + states.get("pruned", 0) >= 4 and "running" not in states
+    assert all(p.stat().st_mtime == mtime for p, mtime in finished.items())  # finished trials untouched
+
+
+def test_the_median_pruner_stops_trials_that_evaluate_worse(tmp_path):
+    path = tmp_path / "prune.yaml"
+    path.write_text(
+        SMALL.format(name="prune", timesteps=2048)
+        .replace("seeds: 2", "seeds: 1")
+        .replace("trials: 4", "trials: 8")
+        .replace("workers: 2", "workers: 1")
+        .replace("pruner_startup_trials: 1", "pruner_startup_trials: 2")
+    )
+    folder = sweep(path, runs_root=tmp_path / "runs", log=lambda _: None)
+    assert trial_states(folder).get("pruned", 0) >= 1
+    pruned = [
+        json.loads(p.read_text())
+        for p in folder.glob("trial-*/summary.json")
+        if json.loads(p.read_text())["status"] == "pruned"
+    ]
+    assert pruned and all(summary["timesteps"] < 2048 for summary in pruned)
+
+
+def test_ctrl_c_interrupts_trials_that_resume_continues_in_their_folders(tmp_path):
+    path = tmp_path / "ctrlc.yaml"
+    path.write_text(
+        SMALL.format(name="ctrlc", timesteps=40_000)
+        .replace("env: bandit", "env: cartpole")
+        .replace("seeds: 2", "seeds: 1")
+        .replace("pruner: median", "pruner: none")
+    )
+    folder = tmp_path / "runs" / "ctrlc"
+    process = start_sweep_process(path, tmp_path / "runs")
+    deadline = time.time() + 120
+    while time.time() < deadline and not list(folder.glob("trial-*/last.pt")):
+        time.sleep(0.2)
+    os.killpg(process.pid, signal.SIGINT)
+    process.wait(60)
+    statuses = {p.parent.name: json.loads(p.read_text())["status"] for p in folder.glob("trial-*/summary.json")}
+    assert "interrupted" in statuses.values(), statuses
+    before = {p.name for p in folder.glob("trial-*")}
+    sweep(resume_folder=folder, log=lambda _: None)
+    for name, status in statuses.items():  # each interrupted run went on, in its own folder, to its budget
+        summary = json.loads((folder / name / "summary.json").read_text())
+        assert status != "interrupted" or (summary["status"] == "finished" and summary["timesteps"] >= 40_000)
+    assert before <= {p.name for p in folder.glob("trial-*")}
+    assert trial_states(folder).get("complete", 0) >= 4
+
+
+def test_workers_start_no_trial_beyond_the_number(tmp_path):
+    """Two workers, one trial (N seeds of one config): one trial runs, not one per worker."""
+    path = tmp_path / "one.yaml"
+    path.write_text("name: one\nalgo: ppo\nenv: bandit\ntimesteps: 1024\nsearch: {}\ntrials: 1\nseeds: 2\nworkers: 2\n")
+    folder = sweep(path, runs_root=tmp_path / "runs", log=lambda _: None)
+    assert trial_states(folder) == {"complete": 1}
+    assert sorted(p.name for p in folder.glob("trial-*")) == ["trial-0000-s0", "trial-0000-s1"]
+
+
+@pytest.mark.parametrize("path", sorted(Path(__file__).parents[2].glob("examples/sweeps/*.yaml")), ids=lambda p: p.name)
+def test_every_example_sweep_file_is_valid(path):
+    spec = SweepSpec.from_yaml(path)
+    assert spec.search and spec.name == path.stem.replace("_", "-")
+
+
+def test_a_solve_time_metric_counts_a_run_that_never_solves_as_twice_its_training_time():
+    from thrust_app.sweeps.trial_runs import score
+
+    spec = SweepSpec(name="t", algo="ppo", env="bandit", timesteps=1000, search={}, metric="solved_at_train_s")
+    assert score({"solved_at_train_s": 1.5, "train_s": 9.0}, spec) == 1.5
+    assert score({"solved_at_train_s": None, "train_s": 9.0}, spec) == 18.0

@@ -1,0 +1,83 @@
+"""rl-baselines3-zoo hyperparameter files: the zoo's own entries load as Thrust's presets, and a run's
+settings export to a file that loads back to the same settings."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from thrust_app.algos import DQNConfig, PPOConfig
+from thrust_app.config import ConfigError
+from thrust_app.training.presets import get_preset
+from thrust_app.training.run_spec import make_spec
+from thrust_app.training.zoo_yaml import from_zoo_yaml, to_zoo_yaml
+
+#: rl-baselines3-zoo hyperparams/ppo.yml and dqn.yml, CartPole-v1, as the zoo writes them.
+ZOO_PPO = """
+CartPole-v1:
+  n_envs: 8
+  policy: 'MlpPolicy'
+  n_timesteps: !!float 1e5
+  n_steps: 32
+  batch_size: 256
+  gae_lambda: 0.8
+  gamma: 0.98
+  n_epochs: 20
+  ent_coef: 0.0
+  learning_rate: lin_0.001
+  clip_range: lin_0.2
+"""
+ZOO_DQN = """
+CartPole-v1:
+  n_timesteps: !!float 5e4
+  policy: 'MlpPolicy'
+  learning_rate: !!float 2.3e-3
+  batch_size: 64
+  buffer_size: 100000
+  learning_starts: 1000
+  gamma: 0.99
+  target_update_interval: 10
+  train_freq: 256
+  gradient_steps: 128
+  exploration_fraction: 0.16
+  exploration_final_eps: 0.04
+  policy_kwargs: "dict(net_arch=[256, 256])"
+"""
+
+
+def fields(config_cls) -> set[str]:
+    return {field.name for field in dataclasses.fields(config_cls)}
+
+
+@pytest.mark.parametrize("text, algo, config_cls", [(ZOO_PPO, "ppo", PPOConfig), (ZOO_DQN, "dqn", DQNConfig)])
+def test_the_zoos_entries_are_thrusts_presets(text, algo, config_cls):
+    env_id, timesteps, overrides = from_zoo_yaml(text, fields(config_cls))
+    preset = get_preset(algo, env_id)
+    assert env_id == "CartPole-v1" and timesteps == preset.timesteps
+    loaded = make_spec(algo, env_id, timesteps, overrides=overrides).config
+    assert loaded == make_spec(algo, env_id).config
+
+
+def test_a_run_exported_as_zoo_yaml_loads_back_to_the_same_settings():
+    spec = make_spec("ppo", "cartpole", 50_000, overrides={"gamma": 0.97, "hidden": "32,32", "activation": "relu"})
+    text = to_zoo_yaml(dataclasses.asdict(spec))
+    assert "\nCartPole-v1:\n" in text and "learning_rate: lin_0.001" in text
+    assert "policy_kwargs: dict(net_arch=[32, 32], activation_fn=nn.ReLU)" in text and "#   backward: fast" in text
+    env_id, timesteps, overrides = from_zoo_yaml(text, fields(PPOConfig))
+    assert (env_id, timesteps) == ("CartPole-v1", 50_000)
+    assert make_spec("ppo", env_id, timesteps, overrides=overrides).config == {**spec.config, "backward": "fast"}
+
+
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        ("CartPole-v1:\n  use_sde: true\n", "no setting for the zoo keys use_sde"),
+        ("CartPole-v1:\n  policy_kwargs: 'dict(ortho_init=False)'\n", "Thrust reads net_arch"),
+        ("- just\n- a list\n", "expected a zoo hyperparameter file"),
+        ("CartPole-v1: [unclosed\n", "not a YAML file"),
+    ],
+)
+def test_what_thrust_cannot_read_is_named(text, message):
+    with pytest.raises(ConfigError, match=message):
+        from_zoo_yaml(text, fields(PPOConfig))

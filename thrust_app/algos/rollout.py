@@ -1,0 +1,114 @@
+"""On-policy experience (A2C, PPO): collect a rollout from a vec env, and GAE as a pure function.
+
+Truncated episodes (time limits, Snake's starvation) are bootstrapped: the value of the
+observation the episode was cut at is added to the last reward, discounted, as SB3 does.
+Terminated episodes are not: there is nothing after them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+from ..envs.tensors import EnvIO
+from ..envs.vec import VecEnv
+from ..nets.policies import ActorCritic
+
+
+@dataclass
+class Rollout:
+    """T steps of N envs; every tensor's leading axes are (T, N)."""
+
+    obs: torch.Tensor
+    actions: torch.Tensor
+    log_probs: torch.Tensor
+    values: torch.Tensor
+    rewards: torch.Tensor  #: with truncation bootstraps already added
+    dones: torch.Tensor  #: 1.0 where the episode ended at this step (terminated or truncated)
+    last_values: torch.Tensor  #: (N,) value of the observation after the last step
+    episode_returns: list[float]  #: returns of the episodes that finished during the rollout
+    episode_lengths: list[int]
+
+
+#: What a rollout records per step, in this order.
+RECORDED = ("obs", "actions", "log_probs", "values", "rewards", "terminated", "truncated", "returns", "lengths")
+
+
+def record_step(recorded: dict[str, list], policy_items: tuple, step) -> None:
+    """Append one step to `recorded` (a list per RECORDED key): the observation, action, log-prob, value and
+    reward in `policy_items`, the ends and episode figures from the env's `step` (tensors or arrays alike)."""
+    items = (*policy_items, step.terminated, step.truncated, step.episode_return, step.episode_length)
+    for key, item in zip(RECORDED, items, strict=True):
+        recorded[key].append(item)
+
+
+def make_rollout(steps: dict[str, torch.Tensor], last_values: torch.Tensor) -> Rollout:
+    """A Rollout from the (T, N) stack of every RECORDED key and the values after the last step."""
+    done = steps.pop("terminated") | steps.pop("truncated")
+    returns = steps.pop("returns")
+    lengths = steps.pop("lengths")
+    return Rollout(
+        **steps,
+        dones=done.float(),
+        last_values=last_values,
+        episode_returns=returns[done].tolist(),
+        episode_lengths=lengths[done].tolist(),
+    )
+
+
+#: A collection's result before its episode figures are read on the host: the (T, N) stack of every RECORDED
+#: key, the values after the last step, and the next observation.
+CollectedSteps = tuple[dict[str, torch.Tensor], torch.Tensor, torch.Tensor]
+
+
+@torch.no_grad()
+def collect_steps(
+    env: VecEnv, env_io: EnvIO, obs: torch.Tensor, policy: ActorCritic, n_steps: int, gamma: float
+) -> CollectedSteps:
+    """Run the policy for `n_steps` steps of every env. With the env's arrays on the learner's device this
+    makes no host round trip, which is what lets cuda_graph.CapturedCollection capture it."""
+    recorded: dict[str, list[torch.Tensor]] = {key: [] for key in RECORDED}
+    for _ in range(n_steps):
+        action, log_prob, value = policy.sample(obs)
+        step = env_io.step(env, policy.env_action(action))
+        reward = step.reward
+        # On a device, always computing the bootstrap values is cheaper than asking the host whether any
+        # episode was truncated (a sync per step); on the host the question is free.
+        if env_io.env_on_device(env) or bool(step.truncated.any()):
+            reward = reward + gamma * (step.truncated & ~step.terminated) * policy.value(step.final_obs)
+        record_step(recorded, (obs, action, log_prob, value, reward), step)
+        obs = step.obs
+    steps = {key: torch.stack(items) for key, items in recorded.items()}  # (T, N) each: one op per array, not per step
+    return steps, policy.value(obs), obs
+
+
+def collect_rollout(
+    env: VecEnv, env_io: EnvIO, obs: torch.Tensor, policy: ActorCritic, n_steps: int, gamma: float
+) -> tuple[Rollout, torch.Tensor]:
+    """Run the policy for `n_steps` steps of every env; returns the rollout and the next observation."""
+    steps, last_values, obs = collect_steps(env, env_io, obs, policy, n_steps, gamma)
+    return make_rollout(steps, last_values), obs
+
+
+def compute_gae(
+    rewards: torch.Tensor,
+    values: torch.Tensor,
+    dones: torch.Tensor,
+    last_values: torch.Tensor,
+    gamma: float,
+    gae_lambda: float,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Generalised advantage estimates (Schulman et al., 2016) and returns (T, N) from a rollout's rewards,
+    values and ends. Returns are A_t + V(s_t), the targets of the value loss."""
+    not_done = 1.0 - dones
+    next_values = torch.cat([values[1:], last_values.unsqueeze(0)])
+    # TD error of every step at once: delta_t = r_t + gamma * V(s_{t+1}) * (1 - done_t) - V(s_t)
+    deltas = rewards + gamma * next_values * not_done - values
+    decay = (gamma * gae_lambda) * not_done
+    advantages = torch.empty_like(rewards)
+    running = torch.zeros_like(last_values)
+    for step in reversed(range(rewards.shape[0])):  # sequential: one op per step
+        # A_t = delta_t + gamma * lambda * (1 - done_t) * A_{t+1}
+        running = torch.addcmul(deltas[step], decay[step], running, out=advantages[step])
+    return advantages, advantages + values

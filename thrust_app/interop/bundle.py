@@ -1,0 +1,172 @@
+"""Exported policy bundles: `policy.onnx` + `manifest.json`, loaded and run without torch.
+
+A bundle is what leaves Thrust: the deterministic policy as one ONNX file (weights inside, dynamic
+batch axis) and a manifest saying what goes in and what comes out. This module reads bundles,
+checks them against their manifest and their env, and runs them in onnxruntime.
+
+Action dtype. Discrete actions come out of the graph as **int32** on every runtime: onnxruntime
+in Python gives numpy int32, onnxruntime-web gives an Int32Array (int64 would need BigInt in the
+browser, and the Rust/Burn design lost its actions to exactly such an integer-width mismatch).
+Continuous actions are float32, already squashed and scaled to the env's bounds. `read_actions`
+checks the dtype it gets and fails loudly on any other.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from .manifest import BundleError, check_manifest
+
+MODEL_FILE = "policy.onnx"
+MANIFEST_FILE = "manifest.json"
+#: onnxruntime-web 1.31 (the browser player) reads ONNX IR versions up to this one.
+MAX_IR_VERSION = 13
+DISCRETE_ACTION_DTYPE = "int32"
+CONTINUOUS_ACTION_DTYPE = "float32"
+
+
+def sha256_file(path: Path) -> str:
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+
+
+@dataclass
+class Bundle:
+    """A bundle folder, its manifest read and its model file checked against the manifest's sha256."""
+
+    path: Path
+    manifest: dict[str, Any]
+
+    @property
+    def model_path(self) -> Path:
+        return self.path / MODEL_FILE
+
+    @property
+    def env_id(self) -> str:
+        return self.manifest["env_id"]
+
+    @property
+    def discrete(self) -> bool:
+        return self.manifest["action_space"]["type"] == "discrete"
+
+    @property
+    def action_output(self) -> str:
+        return self.manifest["action_output"]
+
+
+def load_bundle(path: str | Path) -> Bundle:
+    """Open a bundle folder (or its manifest.json / policy.onnx); any inconsistency is a BundleError."""
+    path = Path(path)
+    if path.is_file() and path.name in (MODEL_FILE, MANIFEST_FILE):
+        path = path.parent
+    if not path.exists():
+        raise BundleError(f"no bundle at {path}; export one with `thrust export RUN_DIR` or pick one under export/")
+    if not (path / MANIFEST_FILE).is_file():
+        raise BundleError(f"{path} is not a policy bundle: it has no {MANIFEST_FILE}")
+    try:
+        manifest = json.loads((path / MANIFEST_FILE).read_text())
+    except json.JSONDecodeError as err:
+        raise BundleError(f"{path / MANIFEST_FILE} is not valid JSON: {err}") from None
+    check_manifest(manifest, path / MANIFEST_FILE)
+    model = path / MODEL_FILE
+    if not model.is_file():
+        raise BundleError(f"{path} has a manifest but no {MODEL_FILE}")
+    digest = sha256_file(model)
+    if digest != manifest.get("sha256"):
+        raise BundleError(
+            f"{model} does not match its manifest: sha256 {digest[:12]}... but the manifest says "
+            f"{str(manifest.get('sha256'))[:12]}...; re-export the bundle or restore the file"
+        )
+    return Bundle(path, manifest)
+
+
+def check_model_file(path: Path) -> Any:
+    """Parse an ONNX file and check what the browser needs: one file, IR version <= MAX_IR_VERSION."""
+    import onnx
+
+    try:
+        model = onnx.load(str(path), load_external_data=False)
+        onnx.checker.check_model(model)
+    except Exception as err:  # onnx raises DecodeError, ValidationError, ...: all mean "not a usable model"
+        raise BundleError(f"{path} is not a valid ONNX model: {str(err).strip().splitlines()[0][:200]}") from None
+    if model.ir_version > MAX_IR_VERSION:
+        raise BundleError(f"{path} has ONNX IR version {model.ir_version}; onnxruntime-web reads <= {MAX_IR_VERSION}")
+    if any(t.data_location == onnx.TensorProto.EXTERNAL for t in model.graph.initializer):
+        raise BundleError(f"{path} keeps its weights in a side file; bundles must be a single .onnx file")
+    return model
+
+
+def read_actions(outputs: dict[str, np.ndarray], bundle: Bundle) -> np.ndarray:
+    """The action array from a model's outputs, checked for the dtype the manifest promises."""
+    expected = DISCRETE_ACTION_DTYPE if bundle.discrete else CONTINUOUS_ACTION_DTYPE
+    actions = outputs.get(bundle.action_output)
+    if actions is None:
+        raise BundleError(f"the model gave no '{bundle.action_output}' output (it gave {sorted(outputs)})")
+    if actions.dtype != np.dtype(expected):
+        raise BundleError(
+            f"action output '{bundle.action_output}' has dtype {actions.dtype}, expected {expected}; "
+            "the bundle and this reader disagree on the action dtype"
+        )
+    return actions
+
+
+class OnnxPolicy:
+    """A bundle's policy in onnxruntime on the CPU execution provider (named explicitly)."""
+
+    PROVIDERS: tuple[str, ...] = ("CPUExecutionProvider",)
+
+    def __init__(self, bundle: Bundle, providers: list[str] | None = None) -> None:
+        import onnxruntime as ort
+
+        check_model_file(bundle.model_path)
+        self.bundle = bundle
+        options = ort.SessionOptions()
+        options.intra_op_num_threads = 1
+        options.inter_op_num_threads = 1
+        self.session = ort.InferenceSession(str(bundle.model_path), options, providers=list(providers or self.PROVIDERS))
+        inputs = self.session.get_inputs()
+        if len(inputs) != 1:
+            raise BundleError(f"{bundle.model_path} has {len(inputs)} inputs; a policy takes one (the observation)")
+        self.input_name = inputs[0].name
+        #: A graph exported with a fixed batch of 1 (SB3's export recipe) is run one observation at a time.
+        self.one_at_a_time = inputs[0].shape[0] == 1
+        model_shape = list(inputs[0].shape[1:])
+        obs_shape = list(bundle.manifest["observation"]["shape"])
+        if model_shape != obs_shape:
+            raise BundleError(
+                f"{bundle.model_path} takes observations of shape {model_shape}, but "
+                f"{bundle.env_id} gives {obs_shape}: the model does not fit the env"
+            )
+        self.output_names = [o.name for o in self.session.get_outputs()]
+
+    def run(self, obs: np.ndarray) -> dict[str, np.ndarray]:
+        obs = np.ascontiguousarray(obs, dtype=np.float32)
+        if self.one_at_a_time and obs.shape[0] != 1:
+            rows = [self.run(obs[index : index + 1]) for index in range(obs.shape[0])]
+            return {name: np.concatenate([row[name] for row in rows]) for name in self.output_names}
+        outputs = self.session.run(None, {self.input_name: obs})
+        return dict(zip(self.output_names, outputs, strict=True))
+
+    def act(self, obs: np.ndarray) -> np.ndarray:
+        return read_actions(self.run(obs), self.bundle)
+
+
+def check_bundle_fits_env(bundle: Bundle) -> None:
+    """The manifest's observation and action spaces must be the env's own."""
+    from ..envs import env_spaces
+
+    obs_space, action_space = env_spaces(bundle.env_id)
+    obs_shape = list(obs_space.shape)
+    if obs_shape != list(bundle.manifest["observation"]["shape"]):
+        raise BundleError(
+            f"bundle {bundle.path} expects observations {bundle.manifest['observation']['shape']}, "
+            f"but {bundle.env_id} gives {obs_shape}"
+        )
+    space = bundle.manifest["action_space"]
+    if bundle.discrete != hasattr(action_space, "n") or (bundle.discrete and space["n"] != action_space.n):
+        raise BundleError(f"bundle {bundle.path} acts in {space}, which is not {bundle.env_id}'s action space")

@@ -1,0 +1,370 @@
+"""`thrust export`: a trained run's deterministic policy as an ONNX bundle, checked against torch first.
+
+The graph is the policy ready to act (see `thrust_app.interop.bundle` for inputs, outputs and dtypes). Before
+anything is written, onnxruntime runs the exported file side by side with torch on random and on
+real observations at batch 1 and a large batch; a bundle that disagrees is refused, with the numbers.
+The bundle folder appears whole or not at all: it is built in a temporary folder and renamed into place.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import logging
+import shutil
+import tempfile
+import warnings
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+from torch import nn
+
+from .. import __version__
+from ..algos.base import deterministic_action
+from ..envs import env_spaces
+from ..envs.batched import make_batched
+from ..envs.core import Discrete
+from ..nets.policies import ActorCritic
+from ..runs.files import RunDirError, read_json
+from ..training.run_spec import RunSpec, load_spec
+from ..training.trainer import load_policy
+from .bundle import (
+    CONTINUOUS_ACTION_DTYPE,
+    DISCRETE_ACTION_DTYPE,
+    MANIFEST_FILE,
+    MODEL_FILE,
+    Bundle,
+    BundleError,
+    OnnxPolicy,
+    check_model_file,
+    load_bundle,
+    sha256_file,
+)
+from .manifest import BUNDLE_FORMAT, BUNDLE_VERSION
+
+#: Largest |torch - onnxruntime| accepted on any float output.
+MAX_ABS_DIFF = 1e-4
+#: Discrete actions may differ only where torch's two best scores are closer than this (a tie).
+TIE_GAP = 1e-5
+LARGE_BATCH = 256
+
+
+class ParityError(BundleError):
+    """The exported model does not act like the torch policy."""
+
+
+class PolicyGraph(nn.Module):
+    """What the ONNX graph computes: scores and an int32 action (discrete), or the bounded action."""
+
+    def __init__(self, policy: nn.Module, discrete: bool) -> None:
+        super().__init__()
+        self.policy = policy
+        self.discrete = discrete
+
+    def forward(self, obs: torch.Tensor):
+        out = self.policy.act(obs)
+        if self.discrete:
+            scores, action = out
+            return scores, action.to(torch.int32)
+        return out
+
+
+def exported_module(policy: nn.Module) -> nn.Module:
+    """The module the ONNX file holds: an actor-critic over vector observations as its policy tower alone
+    (a plain MLP, no value tower); every other policy as it is. Parity is checked against `policy` itself."""
+    if isinstance(policy, ActorCritic) and not policy.uses_cnn:
+        return policy.policy_mlp()
+    return policy
+
+
+def output_specs(algo: str, action_space: Any) -> list[dict[str, Any]]:
+    if isinstance(action_space, Discrete):
+        scores = "q_values" if algo == "dqn" else "logits"
+        meaning = "Q-value of each action" if algo == "dqn" else "unnormalised log-probability of each action"
+        return [
+            {"name": scores, "dtype": "float32", "shape": ["batch", action_space.n], "meaning": meaning},
+            {
+                "name": "action",
+                "dtype": DISCRETE_ACTION_DTYPE,
+                "shape": ["batch"],
+                "meaning": f"greedy action, argmax of {scores}",
+            },
+        ]
+    return [
+        {
+            "name": "action",
+            "dtype": CONTINUOUS_ACTION_DTYPE,
+            "shape": ["batch", *action_space.shape],
+            "meaning": "deterministic action, already squashed/clipped and scaled to the env's bounds",
+        }
+    ]
+
+
+def export_onnx(graph: PolicyGraph, obs_shape: tuple[int, ...], outputs: list[dict[str, Any]], path: Path) -> None:
+    example = torch.zeros((2, *obs_shape), dtype=torch.float32)
+    # The exporter narrates its passes on stdout and warns about torchvision ops no policy uses.
+    registration_log = logging.getLogger("torch.onnx._internal.exporter._registration")
+    level = registration_log.level
+    registration_log.setLevel(logging.ERROR)
+    with contextlib.redirect_stdout(io.StringIO()), warnings.catch_warnings():
+        warnings.simplefilter("ignore", FutureWarning)
+        program = torch.onnx.export(
+            graph,
+            (example,),
+            dynamo=True,
+            input_names=["obs"],
+            output_names=[o["name"] for o in outputs],
+            dynamic_shapes={"obs": {0: torch.export.Dim("batch", min=1)}},
+        )
+        program.save(str(path), external_data=False)
+    registration_log.setLevel(level)
+
+
+def random_observations(space: Any, rng: np.random.Generator, n: int) -> np.ndarray:
+    """`n` observations uniform within a Box space (N(0, 1) where it is unbounded; sparse 0/1 grids for
+    an image of 0/1 cells), float32."""
+    low = np.asarray(space.low, dtype=np.float64).reshape(space.shape)
+    high = np.asarray(space.high, dtype=np.float64).reshape(space.shape)
+    finite = np.isfinite(low) & np.isfinite(high) & (high - low < 1e6)
+    shape = (n, *space.shape)
+    if low.min() == 0 and high.max() == 1 and len(space.shape) == 3:  # image of 0/1 cells
+        return (rng.random(shape) < 0.1).astype(np.float32)
+    uniform = rng.uniform(np.where(finite, low, 0), np.where(finite, high, 1), size=shape)
+    return np.where(finite, uniform, rng.normal(size=shape)).astype(np.float32)
+
+
+def sample_observations(
+    env_id: str, policy: nn.Module, rng: np.random.Generator, n_env_steps: int = 256
+) -> dict[str, np.ndarray]:
+    """Random observations (within the space, or N(0, 1) where it is unbounded) and real ones from rollouts."""
+    env = make_batched(env_id, 8, seed=int(rng.integers(2**31)))
+    random_obs = random_observations(env.observation_space, rng, LARGE_BATCH)
+    obs = env.reset()
+    seen = []
+    for _ in range(n_env_steps // 8):
+        seen.append(obs)
+        with torch.no_grad():
+            action = deterministic_action(policy, torch.as_tensor(obs)).numpy()
+        obs = env.step(action).obs
+    env.close()
+    return {"random": random_obs, "env": np.concatenate(seen).astype(np.float32)}
+
+
+def check_parity(
+    graph: PolicyGraph, model_path: Path, manifest: dict[str, Any], samples: dict[str, np.ndarray]
+) -> dict[str, Any]:
+    """Run torch and onnxruntime on the same observations; report the worst difference and agreement."""
+    runner = OnnxPolicy(Bundle(model_path.parent, manifest))
+    names = [o["name"] for o in manifest["outputs"]]
+    worst, agree, total, ties = 0.0, 0, 0, 0
+    for obs in samples.values():
+        for batch in [obs[i : i + 1] for i in range(8)] + [obs]:  # batch 1 and the large batch
+            with torch.no_grad():
+                expected = graph(torch.as_tensor(batch))
+            expected = expected if isinstance(expected, tuple) else (expected,)
+            got = runner.run(batch)
+            for name, want in zip(names, expected, strict=True):
+                want = want.numpy()
+                if want.dtype == np.float32:
+                    if not np.isfinite(want).all():
+                        raise ParityError(
+                            f"the policy's output '{name}' holds NaN or infinite values (the run "
+                            "diverged, or its checkpoint is damaged); nothing was written"
+                        )
+                    worst = max(worst, float(np.max(np.abs(want - got[name]))))
+            if graph.discrete:
+                scores = np.sort(expected[0].numpy(), axis=-1)
+                near_tie = (scores[:, -1] - scores[:, -2]) < TIE_GAP
+                same = expected[1].numpy() == got["action"]
+                agree += int(same.sum())
+                ties += int((~same & near_tie).sum())
+                total += len(batch)
+    report = {
+        "runtime": "onnxruntime CPUExecutionProvider",
+        "max_abs_diff": worst,
+        "batch_sizes": [1, LARGE_BATCH],
+        "observations": {k: len(v) for k, v in samples.items()},
+    }
+    if graph.discrete:
+        report["action_agreement"] = agree / total
+        report["near_tie_disagreements"] = ties
+    problems = []
+    if worst > MAX_ABS_DIFF:
+        problems.append(f"max |torch - onnxruntime| is {worst:.3g} (limit {MAX_ABS_DIFF})")
+    if graph.discrete and agree + ties < total:
+        problems.append(f"actions agree on {agree}/{total} observations")
+    if problems:
+        raise ParityError(
+            "the exported model does not act like the torch policy: " + "; ".join(problems) + "; nothing was written"
+        )
+    return report
+
+
+def action_space_spec(action_space: Any) -> dict[str, Any]:
+    """A manifest's description of an action space."""
+    if isinstance(action_space, Discrete):
+        return {"type": "discrete", "n": action_space.n}
+    return {"type": "box", "shape": list(action_space.shape), "low": list(action_space.low), "high": list(action_space.high)}
+
+
+def base_manifest(
+    env_id: str, algo: str, obs_shape: tuple[int, ...], action_space: Any, outputs: list[dict[str, Any]], model_path: Path
+) -> dict[str, Any]:
+    """The manifest fields every bundle has, exported or imported (parity is added once it is checked)."""
+    model = check_model_file(model_path)
+    return {
+        "format": BUNDLE_FORMAT,
+        "version": BUNDLE_VERSION,
+        "env_id": env_id,
+        "algo": algo,
+        "observation": {
+            "shape": list(obs_shape),
+            "dtype": "float32",
+            "preprocessing": "none: feed the env's raw float32 observations, batch first",
+        },
+        "action_space": action_space_spec(action_space),
+        "inputs": [{"name": "obs", "dtype": "float32", "shape": ["batch", *obs_shape], "meaning": "a batch of observations"}],
+        "outputs": outputs,
+        "action_output": "action",
+        "onnx": {
+            "ir_version": model.ir_version,
+            "opset": max(o.version for o in model.opset_import if o.domain in ("", "ai.onnx")),
+        },
+        "versions": {
+            "thrust": __version__,
+            "torch": torch.__version__,
+            "onnx": _version("onnx"),
+            "onnxruntime": _version("onnxruntime"),
+        },
+        "sha256": sha256_file(model_path),
+    }
+
+
+def run_fields(spec: RunSpec, run_dir: Path, out_dir: Path) -> dict[str, Any]:
+    """What an exported bundle's manifest says about the run it came from."""
+    summary = read_json(run_dir / "summary.json") if (run_dir / "summary.json").exists() else {}
+    config = read_json(run_dir / "config.json")
+    return {
+        "training": {
+            k: summary.get(k) for k in ("timesteps", "eval_mean", "eval_std", "solved_at_step", "seed", "device", "wall_s")
+        },
+        "config": spec.config,
+        "source_run": str(run_dir),
+        "command": f"{config.get('command', spec.command())} --run-dir {run_dir} && thrust export {run_dir} --out {out_dir}",
+    }
+
+
+def write_bundle(
+    policy: nn.Module,
+    env_id: str,
+    algo: str,
+    out_dir: Path,
+    fields: dict[str, Any],
+    *,
+    force: bool = False,
+    seed: int = 0,
+    extra_check: Callable[[dict[str, np.ndarray]], dict[str, Any]] | None = None,
+) -> Bundle:
+    """Export `policy` (anything with Thrust's `act(obs)`) for `env_id` as a bundle in `out_dir`: ONNX
+    file, manifest (the base fields, then `fields`), parity against `policy` on random and real
+    observations, plus `extra_check`'s report on the same observations where given. The folder
+    appears whole or not at all: it is built in a temporary folder and renamed into place."""
+    obs_space, action_space = env_spaces(env_id)
+    obs_shape = tuple(obs_space.shape)
+    outputs = output_specs(algo, action_space)
+    discrete = isinstance(action_space, Discrete)
+    with staged_folder(out_dir) as staging:
+        model_path = staging / MODEL_FILE
+        export_onnx(PolicyGraph(exported_module(policy), discrete).eval(), obs_shape, outputs, model_path)
+        manifest = {**base_manifest(env_id, algo, obs_shape, action_space, outputs, model_path), **fields}
+        samples = sample_observations(env_id, policy, np.random.default_rng(seed))
+        manifest["parity"] = check_parity(PolicyGraph(policy, discrete).eval(), model_path, manifest, samples)
+        if extra_check is not None:
+            manifest["parity"].update(extra_check(samples))
+        (staging / MANIFEST_FILE).write_text(json.dumps(manifest, indent=2) + "\n")
+        move_into_place(staging, out_dir, manifest, force)
+    return load_bundle(out_dir)
+
+
+@contextlib.contextmanager
+def staged_folder(out_dir: Path) -> Iterator[Path]:
+    """A temporary folder beside `out_dir` to build a bundle in; removed if anything fails inside."""
+    out_dir.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.", dir=out_dir.parent))
+    staging.chmod(0o755)  # mkdtemp makes it private; a bundle is meant to be served and shared
+    try:
+        yield staging
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+
+
+def export_run(
+    run_dir: str | Path, out: str | Path | None = None, force: bool = False, export_root: str | Path = "export"
+) -> Bundle:
+    """Export a run's policy to a bundle folder (default `export/<run-name>`); returns the loaded bundle."""
+    run_dir = Path(run_dir)
+    spec = load_spec(run_dir)
+    _, policy = load_policy(run_dir, "cpu")
+    out_dir = Path(out) if out is not None else Path(export_root) / run_dir.resolve().name
+    return write_bundle(policy, spec.env, spec.algo, out_dir, run_fields(spec, run_dir, out_dir), force=force, seed=spec.seed)
+
+
+def move_into_place(staging: Path, out_dir: Path, manifest: dict[str, Any], force: bool) -> None:
+    if out_dir.exists() and any(out_dir.iterdir()):
+        try:
+            existing = load_bundle(out_dir).manifest
+            same = existing.get("sha256") == manifest["sha256"]
+        except BundleError:
+            same = False
+        if not same and not force:
+            raise BundleError(
+                f"{out_dir} already holds a different bundle (or other files); "
+                "pass --force to replace it, or --out to choose another folder"
+            )
+        backup = out_dir.with_name(f".{out_dir.name}.old")
+        shutil.rmtree(backup, ignore_errors=True)
+        out_dir.rename(backup)
+        staging.rename(out_dir)
+        shutil.rmtree(backup, ignore_errors=True)
+    else:
+        if out_dir.exists():
+            out_dir.rmdir()
+        staging.rename(out_dir)
+
+
+def torch_policy_from_bundle(bundle: Bundle, device: str = "cpu") -> PolicyGraph:
+    """The bundle's policy as a torch module again: the algorithm's network built from the manifest's
+    config, its weights read from the ONNX initializers (for benchmarks that compare runtimes)."""
+    import onnx
+    from onnx import numpy_helper
+
+    from ..algos import build_algorithm
+
+    manifest = bundle.manifest
+    if "config" not in manifest:
+        raise BundleError(f"{bundle.path} has no config in its manifest (exported by an older Thrust); re-export it")
+    agent = build_algorithm(manifest["algo"], manifest["env_id"], manifest["config"], torch.device(device))
+    graph = PolicyGraph(exported_module(agent.policy), isinstance(agent.action_space, Discrete)).eval()
+    policy = graph.policy
+    wanted = policy.state_dict()
+    weights = {}
+    for init in onnx.load(str(bundle.model_path)).graph.initializer:
+        key = init.name.removeprefix("policy.")
+        if init.name.startswith("policy.") and key in wanted:
+            weights[key] = torch.as_tensor(numpy_helper.to_array(init).copy(), device=device)
+    policy.load_state_dict(weights, strict=False)  # what acting does not use (SAC's log std) is not in the graph
+    return graph
+
+
+def _version(module: str) -> str:
+    from importlib.metadata import version
+
+    return version(module)
+
+
+__all__ = ["ParityError", "PolicyGraph", "RunDirError", "export_run"]

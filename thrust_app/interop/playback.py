@@ -1,0 +1,43 @@
+"""One episode of an exported bundle in Python: the pure-Python env core and onnxruntime, batch 1.
+
+This is the reference the browser player must match action for action: the same env source
+(the core), the same seed, the same ONNX file.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from ..envs.core import make_core
+from .bundle import OnnxPolicy, load_bundle
+
+
+@dataclass
+class Episode:
+    actions: list
+    episode_return: float
+    steps: int
+    median_inference_ms: float
+
+
+def onnx_episode(bundle_path: str | Path, seed: int, max_steps: int = 100_000) -> Episode:
+    bundle = load_bundle(bundle_path)
+    policy = OnnxPolicy(bundle)
+    env = make_core(bundle.env_id)
+    obs = env.reset(seed=seed)
+    shape = (1, *bundle.manifest["observation"]["shape"])
+    actions, latencies = [], []
+    total = 0.0
+    while env.running and env.steps < max_steps:
+        start = time.perf_counter()
+        action = policy.act(np.asarray(obs, dtype=np.float32).reshape(shape))[0]
+        latencies.append((time.perf_counter() - start) * 1000)
+        action = int(action) if bundle.discrete else action.tolist()
+        actions.append(action)
+        result = env.step(action)
+        obs, total = result.obs, total + result.reward
+    return Episode(actions, total, env.steps, float(np.median(latencies)))

@@ -1,0 +1,306 @@
+"""Stable-Baselines3 model files read without unpickling, and their deterministic policies rebuilt in torch.
+
+An SB3 `.zip` (from `model.save(path)`) holds `policy.pth`, the weights, which
+`torch.load(weights_only=True)` reads without running code, and `data`, a JSON file whose spaces,
+schedules and classes are cloudpickled — but beside each pickle SB3 writes readable copies of its
+main fields (a space's `_shape`, the activation's class name). Thrust reads the weights and those
+readable fields only; the env's own spaces come from the env id the user names.
+
+Supported: PPO and A2C (`MlpPolicy`), DQN, SAC and TD3 over Box observations. What SB3's
+`predict(obs, deterministic=True)` does after the network is done here too: argmax for discrete
+actions, clipping to the bounds for the Gaussian policies of PPO/A2C, tanh squashing (SAC) and
+rescaling to the bounds (SAC, TD3). `VecNormalize` statistics (their own pickle file, read with
+`safe_pickle`) become the policy's first layer: `clip((obs - mean) / sqrt(var + eps), -clip, clip)`.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import pickle
+import re
+import zipfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+from torch import nn
+
+from ..envs.core import Box, Discrete
+from .manifest import BundleError
+from .safe_pickle import UnsafePickleError, safe_load
+
+ACTIVATIONS: dict[str, type[nn.Module]] = {
+    "Tanh": nn.Tanh,
+    "ReLU": nn.ReLU,
+    "ELU": nn.ELU,
+    "LeakyReLU": nn.LeakyReLU,
+    "GELU": nn.GELU,
+    "SiLU": nn.SiLU,
+    "Sigmoid": nn.Sigmoid,
+}
+#: SB3's default activation per algorithm (used when the saved policy_kwargs name none).
+DEFAULT_ACTIVATION = {"ppo": "Tanh", "a2c": "Tanh", "dqn": "ReLU", "sac": "ReLU", "td3": "ReLU"}
+#: SB3's policy class per algorithm, for the optional check against SB3 itself.
+SB3_POLICY_CLASSES = {
+    "ppo": "stable_baselines3.common.policies.ActorCriticPolicy",
+    "a2c": "stable_baselines3.common.policies.ActorCriticPolicy",
+    "dqn": "stable_baselines3.dqn.policies.DQNPolicy",
+    "sac": "stable_baselines3.sac.policies.SACPolicy",
+    "td3": "stable_baselines3.td3.policies.TD3Policy",
+}
+
+
+class SB3FormatError(BundleError):
+    """The file is not an SB3 model Thrust can import; the message says what is missing."""
+
+
+@dataclass
+class SB3Model:
+    """What Thrust read from an SB3 zip."""
+
+    path: Path
+    algo: str  #: ppo, a2c, dqn, sac or td3
+    sb3_version: str
+    data: dict[str, Any]  #: the `data` JSON (pickled entries left as they are, never unpickled)
+    weights: dict[str, torch.Tensor]
+
+    @property
+    def policy_kwargs(self) -> dict[str, Any]:
+        kwargs = self.data.get("policy_kwargs") or {}
+        return {key: value for key, value in kwargs.items() if not key.startswith(":")}
+
+    @property
+    def activation(self) -> str:
+        """The class name of the hidden layers' activation, from the readable policy_kwargs."""
+        named = self.policy_kwargs.get("activation_fn")
+        if named is None:
+            return DEFAULT_ACTIVATION[self.algo]
+        match = re.search(r"\.(\w+)'>$", str(named))
+        name = match.group(1) if match else str(named)
+        if name not in ACTIVATIONS:
+            raise SB3FormatError(f"{self.path}: the policy uses activation {named}; Thrust imports {', '.join(ACTIVATIONS)}")
+        return name
+
+    def space_field(self, space: str, field: str) -> str | None:
+        entry = self.data.get(space)
+        return entry.get(field) if isinstance(entry, dict) else None
+
+
+def read_sb3_zip(path: str | Path) -> SB3Model:
+    """The weights and readable fields of an SB3 model file; nothing in it is unpickled."""
+    path = Path(path)
+    if not zipfile.is_zipfile(path):
+        raise SB3FormatError(f"{path} is not an SB3 model file (a .zip written by model.save); check the path")
+    with zipfile.ZipFile(path) as archive:
+        names = set(archive.namelist())
+        missing = {"data", "policy.pth"} - names
+        if missing:
+            raise SB3FormatError(f"{path} has no {' or '.join(sorted(missing))}: not a Stable-Baselines3 model file")
+        data = json.loads(archive.read("data"))
+        try:
+            weights = torch.load(io.BytesIO(archive.read("policy.pth")), map_location="cpu", weights_only=True)
+        except pickle.UnpicklingError as err:
+            raise SB3FormatError(f"{path}: policy.pth holds more than tensors ({err}); Thrust will not run it") from None
+        version = archive.read("_stable_baselines3_version").decode().strip() if "_stable_baselines3_version" in names else "?"
+    model = SB3Model(path, _identify(path, data, weights), version, data, weights)
+    _refuse_unsupported(model)
+    return model
+
+
+def _identify(path: Path, data: dict[str, Any], weights: dict[str, torch.Tensor]) -> str:
+    module = str((data.get("policy_class") or {}).get("__module__", ""))
+    if any("lstm" in key for key in weights):
+        raise SB3FormatError(f"{path} is a recurrent policy (LSTM); Thrust's bundles are feed-forward: not supported")
+    if module.startswith("sb3_contrib"):
+        raise SB3FormatError(f"{path} comes from sb3-contrib ({module}); Thrust imports SB3's PPO, A2C, DQN, SAC and TD3")
+    if "q_net.q_net.0.weight" in weights:
+        return "dqn"
+    if "actor.latent_pi.0.weight" in weights and "actor.mu.weight" in weights:
+        return "sac"
+    if "actor.mu.0.weight" in weights:
+        return "td3"
+    if "action_net.weight" in weights:
+        return "ppo" if "clip_range" in data else "a2c"
+    raise SB3FormatError(
+        f"{path}: unrecognised SB3 policy (weights {sorted(weights)[:4]}...); Thrust imports MlpPolicy models"
+    )
+
+
+def _refuse_unsupported(model: SB3Model) -> None:
+    where = model.path
+    obs_type = str(model.space_field("observation_space", ":type:") or "")
+    if "Box" not in obs_type:
+        kind = obs_type.rsplit(".", 1)[-1].rstrip("'>") or "unknown"
+        raise SB3FormatError(
+            f"{where} observes a {kind} space; Thrust bundles take one float32 array (Box observations): not supported"
+        )
+    if any(".cnn." in key for key in model.weights):
+        raise SB3FormatError(f"{where} is an image (CnnPolicy) model; Thrust imports MlpPolicy models only")
+    if model.policy_kwargs.get("features_extractor_class") is not None:
+        raise SB3FormatError(f"{where} uses a custom features extractor; Thrust imports MlpPolicy models only")
+    model.activation  # noqa: B018 (raises on an activation Thrust cannot rebuild)
+
+
+def check_spaces(model: SB3Model, obs_space: Box, action_space: Box | Discrete, env_id: str) -> None:
+    """The model was trained on spaces like the env's, or one line saying how they differ."""
+    saved_shape = model.space_field("observation_space", "_shape")
+    if isinstance(saved_shape, str):
+        saved_shape = [int(n) for n in re.findall(r"\d+", saved_shape)]
+    if saved_shape is not None and tuple(saved_shape) != tuple(obs_space.shape):
+        raise SB3FormatError(
+            f"{model.path} observes shape {tuple(saved_shape)} but {env_id} gives {tuple(obs_space.shape)}: a different env, "
+            "or a frame stack / wrapper that Thrust bundles do not support"
+        )
+    action_type = str(model.space_field("action_space", ":type:") or "")
+    if isinstance(action_space, Discrete) != ("Discrete" in action_type):
+        raise SB3FormatError(f"{model.path} acts in a {action_type or 'different'} action space, unlike {env_id}")
+
+
+def _linear(weights: dict[str, torch.Tensor], name: str) -> nn.Linear:
+    weight, bias = weights[f"{name}.weight"], weights[f"{name}.bias"]
+    layer = nn.Linear(weight.shape[1], weight.shape[0])
+    with torch.no_grad():
+        layer.weight.copy_(weight)
+        layer.bias.copy_(bias)
+    return layer
+
+
+def _mlp(weights: dict[str, torch.Tensor], prefix: str, activation: type[nn.Module], last_activation: bool) -> nn.Sequential:
+    """SB3's `create_mlp` layout: Linear layers at even indices of a Sequential, the activation between."""
+    pattern = re.compile(rf"^{re.escape(prefix)}\.(\d+)\.weight$")
+    indices = sorted(int(m.group(1)) for key in weights if (m := pattern.match(key)))
+    layers: list[nn.Module] = []
+    for position, index in enumerate(indices):
+        layers.append(_linear(weights, f"{prefix}.{index}"))
+        if position < len(indices) - 1 or last_activation:
+            layers.append(activation())
+    return nn.Sequential(*layers)
+
+
+class ObsNormalizer(nn.Module):
+    """VecNormalize's observation step: clip((obs - mean) / sqrt(var + eps), -clip, clip)."""
+
+    def __init__(self, mean: np.ndarray, var: np.ndarray, epsilon: float, clip: float) -> None:
+        super().__init__()
+        self.register_buffer("mean", torch.as_tensor(np.asarray(mean, dtype=np.float32)))
+        self.register_buffer("std", torch.as_tensor(np.sqrt(np.asarray(var, dtype=np.float64) + epsilon).astype(np.float32)))
+        self.clip = float(clip)
+
+    def forward(self, obs: torch.Tensor) -> torch.Tensor:
+        return torch.clamp((obs - self.mean) / self.std, -self.clip, self.clip)
+
+
+class ImportedPolicy(nn.Module):
+    """An imported policy's deterministic action in Thrust's `act(obs)` form (what a bundle exports)."""
+
+    def __init__(self, body: nn.Module, head: nn.Module, post: str, action_space: Box | Discrete, normalizer=None) -> None:
+        super().__init__()
+        self.normalizer = normalizer or nn.Identity()
+        self.body, self.head, self.post = body, head, post  # post: argmax | clip | squash | rescale
+        if isinstance(action_space, Box):
+            self.register_buffer("low", torch.tensor(action_space.low, dtype=torch.float32))
+            self.register_buffer("high", torch.tensor(action_space.high, dtype=torch.float32))
+
+    def act(self, obs: torch.Tensor):
+        out = self.head(self.body(self.normalizer(obs).flatten(1)))
+        if self.post == "argmax":
+            return out, out.argmax(-1)
+        if self.post == "clip":  # PPO/A2C: the Gaussian's mean, clipped to the bounds
+            return torch.maximum(torch.minimum(out, self.high), self.low)
+        if self.post == "squash":  # SAC: the mean squashed into [-1, 1]
+            out = torch.tanh(out)
+        return self.low + 0.5 * (out + 1.0) * (self.high - self.low)  # [-1, 1] -> [low, high]
+
+    def forward(self, obs: torch.Tensor):
+        return self.act(obs)
+
+
+def rebuild_policy(model: SB3Model, action_space: Box | Discrete, normalizer: ObsNormalizer | None) -> ImportedPolicy:
+    """The deterministic policy of `model` as a torch module, from its weights alone."""
+    weights, activation = model.weights, ACTIVATIONS[model.activation]
+    if model.algo in ("ppo", "a2c"):
+        body = _mlp(weights, "mlp_extractor.policy_net", activation, last_activation=True)
+        post = "argmax" if isinstance(action_space, Discrete) else "clip"
+        return ImportedPolicy(body, _linear(weights, "action_net"), post, action_space, normalizer)
+    if model.algo == "dqn":
+        return ImportedPolicy(
+            _mlp(weights, "q_net.q_net", activation, False), nn.Identity(), "argmax", action_space, normalizer
+        )
+    if model.algo == "sac":
+        body = _mlp(weights, "actor.latent_pi", activation, last_activation=True)
+        return ImportedPolicy(body, _linear(weights, "actor.mu"), "squash", action_space, normalizer)
+    # TD3: actor.mu is Linear/activation/.../Linear followed by a Tanh (no weights), so [-1, 1] already
+    body = nn.Sequential(_mlp(weights, "actor.mu", activation, False), nn.Tanh())
+    return ImportedPolicy(body, nn.Identity(), "rescale", action_space, normalizer)
+
+
+def read_vec_normalize(path: str | Path, trust_pickle: bool) -> ObsNormalizer | None:
+    """VecNormalize's observation statistics from its pickle (None when it does not normalise observations).
+
+    Read with the safe reader unless `trust_pickle`, which unpickles the file as SB3 does (runs its code)."""
+    path = Path(path)
+    if zipfile.is_zipfile(path):
+        raise SB3FormatError(f"{path} is a zip (a model file?), not the pickle VecNormalize.save() writes")
+    try:
+        if trust_pickle:
+            with open(path, "rb") as file:
+                stats = pickle.load(file)  # the user passed --trust-pickle
+        else:
+            stats = safe_load(path)
+    except UnsafePickleError as err:
+        raise SB3FormatError(
+            f"{path} asks for {err}, which Thrust's safe reader does not build; if you trust the file, "
+            "pass --trust-pickle (unpickling runs code from it, as SB3's own loader does)"
+        ) from None
+    except (pickle.UnpicklingError, EOFError, AttributeError, ModuleNotFoundError) as err:
+        reason = str(err).splitlines()[0] if str(err) else type(err).__name__
+        raise SB3FormatError(f"{path} is not a VecNormalize file saved by SB3 ({reason})") from None
+    rms = getattr(stats, "obs_rms", None)
+    if rms is None or not hasattr(rms, "mean") or isinstance(rms, dict):
+        raise SB3FormatError(
+            f"{path} holds no observation statistics (obs_rms): not a VecNormalize file, or Dict observations"
+        )
+    if not getattr(stats, "norm_obs", True):
+        return None
+    return ObsNormalizer(rms.mean, rms.var, float(getattr(stats, "epsilon", 1e-8)), float(getattr(stats, "clip_obs", 10.0)))
+
+
+def sb3_reference(model: SB3Model, env_id: str, normalizer: ObsNormalizer | None):
+    """SB3's own `predict(obs, deterministic=True)` for the model, built from its class, the env's spaces
+    and the weights (no pickle); None when stable-baselines3 is not installed."""
+    try:
+        import stable_baselines3  # noqa: F401
+    except ImportError:
+        return None
+    import importlib
+
+    from ..envs import make_env
+
+    module_name, class_name = SB3_POLICY_CLASSES[model.algo].rsplit(".", 1)
+    policy_class = getattr(importlib.import_module(module_name), class_name)
+    kwargs = {
+        key: value for key, value in model.policy_kwargs.items() if not isinstance(value, (dict, str)) or key in ("net_arch",)
+    }
+    kwargs["activation_fn"] = ACTIVATIONS[model.activation]
+    env = make_env(env_id)
+    try:
+        policy = policy_class(env.observation_space, env.action_space, lambda _: 0.0, **kwargs)
+    finally:
+        env.close()
+    try:
+        policy.load_state_dict(model.weights)
+    except RuntimeError as err:
+        first = str(err).splitlines()[1].strip() if len(str(err).splitlines()) > 1 else str(err)
+        raise SB3FormatError(f"{model.path}: SB3's own {class_name} does not take these weights ({first})") from None
+    policy.set_training_mode(False)
+
+    def predict(obs: np.ndarray) -> np.ndarray:
+        if normalizer is not None:
+            with torch.no_grad():
+                obs = normalizer(torch.as_tensor(obs)).numpy()
+        return policy.predict(obs, deterministic=True)[0]
+
+    return predict

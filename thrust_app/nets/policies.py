@@ -1,0 +1,359 @@
+"""The networks every algorithm builds from: MLP and CNN encoders, actor-critic, Q-nets, SAC's actor.
+
+An image observation (3 dims, such as Snake's C x H x W) gets a small CNN; anything else is
+flattened into an MLP. Every network offers `act(obs)`, the deterministic policy used for
+evaluation and ONNX export: discrete policies return (logits or Q-values, action), continuous ones
+the action already inside the env's bounds.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections.abc import Sequence
+
+import torch
+from torch import nn
+from torch.distributions import Categorical, Normal
+
+from ..envs.core import Box, Discrete
+from .flat_params import FlatParameters
+
+ACTIVATIONS = {"tanh": nn.Tanh, "relu": nn.ReLU}
+ACTIVATION_FUNCTIONS = {"tanh": torch.tanh, "relu": torch.relu}
+
+
+def is_image(obs_shape: Sequence[int]) -> bool:
+    return len(obs_shape) == 3
+
+
+def mlp(sizes: Sequence[int], activation: str, last_activation: bool = True) -> nn.Sequential:
+    layers: list[nn.Module] = []
+    for index, (n_in, n_out) in enumerate(itertools.pairwise(sizes)):
+        layers.append(nn.Linear(n_in, n_out))
+        if last_activation or index < len(sizes) - 2:
+            layers.append(ACTIVATIONS[activation]())
+    return nn.Sequential(*layers)
+
+
+class CNNEncoder(nn.Module):
+    """Two 3x3 conv layers that keep the grid size, then a linear layer: enough for a 10x10 board,
+    and small enough (about 0.4M parameters) that a CPU trains it at thousands of steps per second."""
+
+    def __init__(self, obs_shape: Sequence[int], features: int = 128) -> None:
+        super().__init__()
+        channels, height, width = obs_shape
+        self.net = nn.Sequential(
+            nn.Conv2d(channels, 16, 3, padding=1),
+            nn.ReLU(),
+            nn.Conv2d(16, 32, 3, padding=1),
+            nn.ReLU(),
+            nn.Flatten(),
+            nn.Linear(32 * height * width, features),
+            nn.ReLU(),
+        )
+        self.out_dim = features
+
+    def forward(self, obs: torch.Tensor) -> torch.Tensor:
+        return self.net(obs)
+
+
+class MLPEncoder(nn.Module):
+    def __init__(self, obs_shape: Sequence[int], hidden: Sequence[int], activation: str) -> None:
+        super().__init__()
+        self.net = nn.Sequential(nn.Flatten(), mlp([math.prod(obs_shape), *hidden], activation))
+        self.out_dim = hidden[-1] if hidden else math.prod(obs_shape)
+
+    def forward(self, obs: torch.Tensor) -> torch.Tensor:
+        return self.net(obs)
+
+
+def make_encoder(obs_shape: Sequence[int], hidden: Sequence[int], activation: str) -> nn.Module:
+    return CNNEncoder(obs_shape) if is_image(obs_shape) else MLPEncoder(obs_shape, hidden, activation)
+
+
+def orthogonal_init(module: nn.Module, gain: float) -> None:
+    for layer in module.modules():
+        if isinstance(layer, (nn.Linear, nn.Conv2d)):
+            nn.init.orthogonal_(layer.weight, gain)
+            nn.init.zeros_(layer.bias)
+
+
+class BoundsMixin:
+    """Holds a Box action space's bounds as buffers (they travel with the module to any device)."""
+
+    def _set_bounds(self, space: Box) -> None:
+        self.register_buffer("low", torch.tensor(space.low, dtype=torch.float32).reshape(space.shape))
+        self.register_buffer("high", torch.tensor(space.high, dtype=torch.float32).reshape(space.shape))
+
+
+class TwinTowers(nn.Module):
+    """Two MLPs of the same shape on the same input (policy and value), computed as one.
+
+    The input layers sit side by side in one matmul; each later layer is one batched matmul of the
+    two blocks. The function is exactly that of two separate MLPs, in about half the kernel launches,
+    and launches are what a small net's update costs on a CPU. `forward` returns (policy features,
+    value features); `fast_actor_critic.py` differentiates the same layers by hand.
+    """
+
+    def __init__(self, in_dim: int, hidden: Sequence[int], activation: str) -> None:
+        super().__init__()
+        self.hidden = tuple(hidden)
+        self.activation = activation
+        self.activate = ACTIVATION_FUNCTIONS[activation]
+        #: Both towers' first layers, side by side: output (B, 2 * hidden[0]), policy half first.
+        self.input_layer = nn.Linear(in_dim, 2 * hidden[0])
+        #: Later layers, one (2, n_in, n_out) block per layer: [0] the policy tower's, [1] the value tower's.
+        self.weights = nn.ParameterList(
+            nn.Parameter(torch.empty(2, n_in, n_out)) for n_in, n_out in itertools.pairwise(hidden)
+        )
+        self.biases = nn.ParameterList(nn.Parameter(torch.zeros(2, 1, n_out)) for n_out in hidden[1:])
+        self.out_dim = hidden[-1]
+        self._register_load_state_dict_pre_hook(_rename_first_layer)
+
+    def init(self, gain: float) -> None:
+        width = self.hidden[0]
+        with torch.no_grad():
+            for tower in (self.input_layer.weight[:width], self.input_layer.weight[width:]):
+                nn.init.orthogonal_(tower, gain)
+            nn.init.zeros_(self.input_layer.bias)
+            for weight in self.weights:
+                for block in weight:
+                    nn.init.orthogonal_(block, gain)
+
+    def tower_major(self, x: torch.Tensor) -> torch.Tensor:
+        """(B, 2h) side-by-side input-layer outputs as (2, B, h)."""
+        return x.view(x.shape[0], 2, self.hidden[0]).transpose(0, 1)
+
+    def forward(self, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        layer = self.input_layer
+        x = self.tower_major(self.activate(torch.addmm(layer.bias, obs.flatten(1), layer.weight.T)))
+        for weight, bias in zip(self.weights, self.biases, strict=True):
+            x = self.activate(torch.baddbmm(bias, x, weight))
+        return x[0], x[1]
+
+    def tower(self, obs: torch.Tensor, index: int) -> torch.Tensor:
+        """One tower alone: 0 the policy's (acting and export need no value), 1 the value's."""
+        width = self.hidden[0]
+        rows = slice(0, width) if index == 0 else slice(width, 2 * width)
+        x = self.activate(nn.functional.linear(obs.flatten(1), self.input_layer.weight[rows], self.input_layer.bias[rows]))
+        for weight, bias in zip(self.weights, self.biases, strict=True):
+            x = self.activate(torch.addmm(bias[index], x, weight[index]))
+        return x
+
+
+def _rename_first_layer(state_dict: dict, prefix: str, *args: object) -> None:
+    """Checkpoints written before the input layer got its name call it `first`."""
+    for suffix in ("weight", "bias"):
+        old = f"{prefix}first.{suffix}"
+        if old in state_dict:
+            state_dict[f"{prefix}input_layer.{suffix}"] = state_dict.pop(old)
+
+
+class ActingMLP(BoundsMixin, nn.Module):
+    """The policy half of an ActorCritic as a plain MLP with its own named weights.
+
+    This is what export writes for vector observations: no value tower, and weights named
+    `net.0.weight`, ... rather than slices of TwinTowers' fused blocks.
+    """
+
+    def __init__(self, sizes: Sequence[int], activation: str, action_space: Discrete | Box) -> None:
+        super().__init__()
+        self.discrete = isinstance(action_space, Discrete)
+        self.net = mlp(sizes, activation, last_activation=False)
+        if not self.discrete:
+            self._set_bounds(action_space)
+
+    def act(self, obs: torch.Tensor) -> torch.Tensor | tuple[torch.Tensor, torch.Tensor]:
+        out = self.net(obs.flatten(1))
+        if self.discrete:
+            return out, out.argmax(-1)
+        return torch.clamp(out, self.low, self.high)
+
+
+class ActorCritic(BoundsMixin, FlatParameters):
+    """Policy and value for A2C and PPO.
+
+    Vector observations get separate policy and value MLPs (SB3's default), computed together as
+    TwinTowers; images share one CNN (`uses_cnn`).
+    Discrete actions: a categorical over logits. Box actions: a diagonal Gaussian with a learned,
+    state-independent log std; samples are clipped to the bounds before they reach the env.
+    """
+
+    def __init__(
+        self,
+        obs_shape: Sequence[int],
+        action_space: Discrete | Box,
+        hidden: Sequence[int] = (64, 64),
+        activation: str = "tanh",
+        log_std_init: float = 0.0,
+    ) -> None:
+        super().__init__()
+        self.discrete = isinstance(action_space, Discrete)
+        self.uses_cnn = is_image(obs_shape)
+        self.activation = activation
+        if self.uses_cnn:
+            self.encoder = CNNEncoder(obs_shape)
+            features = self.encoder.out_dim
+        else:
+            self.towers = TwinTowers(math.prod(obs_shape), hidden, activation)
+            features = self.towers.out_dim
+        n_out = action_space.n if self.discrete else math.prod(action_space.shape)
+        self.pi_head = nn.Linear(features, n_out)
+        self.vf_head = nn.Linear(features, 1)
+        orthogonal_init(self, math.sqrt(2))
+        if not self.uses_cnn:
+            self.towers.init(math.sqrt(2))
+        orthogonal_init(self.pi_head, 0.01)
+        orthogonal_init(self.vf_head, 1.0)
+        if not self.discrete:
+            self._set_bounds(action_space)
+            self.log_std = nn.Parameter(torch.full((n_out,), float(log_std_init)))
+        self.flatten_parameters()
+
+    def features(self, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """(policy features, value features) of `obs`."""
+        if self.uses_cnn:
+            shared = self.encoder(obs)
+            return shared, shared
+        return self.towers(obs)
+
+    def distribution(self, head_out: torch.Tensor) -> Categorical | Normal:
+        """The policy's distribution from the policy head's output (argument checks cost more than the math)."""
+        if self.discrete:
+            return Categorical(logits=head_out, validate_args=False)
+        return Normal(head_out, self.log_std.exp().expand_as(head_out), validate_args=False)
+
+    def evaluate_actions(self, obs: torch.Tensor, actions: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """Per sample: log pi(a|s) of `actions`, the policy's entropy, and V(s); differentiable (SB3's name)."""
+        pi_features, vf_features = self.features(obs)
+        dist = self.distribution(self.pi_head(pi_features))
+        log_prob, entropy = dist.log_prob(actions), dist.entropy()
+        if not self.discrete:  # independent action dimensions: log-probs and entropies add up
+            log_prob, entropy = log_prob.sum(-1), entropy.sum(-1)
+        return log_prob, entropy, self.vf_head(vf_features).squeeze(-1)
+
+    @torch.no_grad()
+    def value(self, obs: torch.Tensor) -> torch.Tensor:
+        """V(s), for bootstrapping (no gradient)."""
+        features = self.encoder(obs) if self.uses_cnn else self.towers.tower(obs, 1)
+        return self.vf_head(features).squeeze(-1)
+
+    @torch.no_grad()
+    def sample(self, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """A sampled action, its log-probability and the value of `obs`: what a rollout records per step."""
+        pi_features, vf_features = self.features(obs)
+        head_out = nn.functional.linear(pi_features, self.pi_head.weight, self.pi_head.bias)
+        value = nn.functional.linear(vf_features, self.vf_head.weight, self.vf_head.bias).squeeze(-1)
+        if not self.discrete:
+            dist = self.distribution(head_out)
+            action = dist.sample()
+            return action, dist.log_prob(action).sum(-1), value
+        # Gumbel-max: argmax(log p - log E), E ~ Exp(1), draws from p; cheaper than torch.multinomial at small batches
+        log_p = head_out.log_softmax(-1)
+        action = (log_p - torch.empty_like(log_p).exponential_().log_()).argmax(-1)
+        return action, log_p.gather(-1, action.unsqueeze(-1)).squeeze(-1), value
+
+    def env_action(self, action: torch.Tensor) -> torch.Tensor:
+        """What the env receives: the sample itself (discrete) or the sample clipped to the bounds."""
+        return action if self.discrete else torch.clamp(action, self.low, self.high)
+
+    def act(self, obs: torch.Tensor) -> torch.Tensor | tuple[torch.Tensor, torch.Tensor]:
+        out = self.pi_head(self.encoder(obs) if self.uses_cnn else self.towers.tower(obs, 0))
+        if self.discrete:
+            return out, out.argmax(-1)
+        return torch.clamp(out, self.low, self.high)
+
+    def policy_mlp(self) -> ActingMLP:
+        """The policy tower and head as a plain ActingMLP whose `act` equals this one's (vector observations)."""
+        if self.uses_cnn:
+            raise ValueError("policy_mlp needs vector observations; a CNN policy is exported as it is")
+        towers, hidden = self.towers, self.towers.hidden
+        space = (
+            Discrete(self.pi_head.out_features)
+            if self.discrete
+            else Box(tuple(self.low.flatten().tolist()), tuple(self.high.flatten().tolist()), tuple(self.low.shape))
+        )
+        acting = ActingMLP([towers.input_layer.in_features, *hidden, self.pi_head.out_features], self.activation, space)
+        linears = [m for m in acting.net if isinstance(m, nn.Linear)]
+        with torch.no_grad():
+            linears[0].weight.copy_(towers.input_layer.weight[: hidden[0]])
+            linears[0].bias.copy_(towers.input_layer.bias[: hidden[0]])
+            for layer, weight, bias in zip(linears[1:-1], towers.weights, towers.biases, strict=True):
+                layer.weight.copy_(weight[0].T)
+                layer.bias.copy_(bias[0, 0])
+            linears[-1].weight.copy_(self.pi_head.weight)
+            linears[-1].bias.copy_(self.pi_head.bias)
+        return acting.to(self.pi_head.weight.device)
+
+
+class QNetwork(FlatParameters):
+    """Q-values of every discrete action (DQN)."""
+
+    def __init__(self, obs_shape: Sequence[int], n_actions: int, hidden: Sequence[int] = (64, 64)) -> None:
+        super().__init__()
+        self.encoder = make_encoder(obs_shape, hidden, "relu")
+        self.head = nn.Linear(self.encoder.out_dim, n_actions)
+        self.flatten_parameters()
+
+    def forward(self, obs: torch.Tensor) -> torch.Tensor:
+        return self.head(self.encoder(obs))
+
+    def act(self, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        q_values = self(obs)
+        return q_values, q_values.argmax(-1)
+
+
+LOG_STD_MIN, LOG_STD_MAX = -20.0, 2.0
+
+
+class SquashedGaussianActor(BoundsMixin, FlatParameters):
+    """SAC's policy: a Gaussian squashed by tanh, then rescaled from [-1, 1] to the env's bounds."""
+
+    def __init__(self, obs_shape: Sequence[int], action_space: Box, hidden: Sequence[int] = (256, 256)) -> None:
+        super().__init__()
+        self._set_bounds(action_space)
+        n_out = math.prod(action_space.shape)
+        self.encoder = make_encoder(obs_shape, hidden, "relu")
+        self.mu = nn.Linear(self.encoder.out_dim, n_out)
+        self.log_std = nn.Linear(self.encoder.out_dim, n_out)
+        self.flatten_parameters()
+
+    def _scale(self, squashed: torch.Tensor) -> torch.Tensor:
+        return self.low + (squashed + 1.0) * 0.5 * (self.high - self.low)
+
+    def sample(self, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """A reparameterised action in the env's bounds and its log-probability (tanh-corrected)."""
+        features = self.encoder(obs)
+        mu = self.mu(features)
+        log_std = self.log_std(features).clamp(LOG_STD_MIN, LOG_STD_MAX)
+        u = mu + log_std.exp() * torch.randn_like(mu)
+        squashed = torch.tanh(u)
+        log_prob = Normal(mu, log_std.exp(), validate_args=False).log_prob(u)
+        # tanh's change of variables, in the numerically stable form log(1 - tanh(u)^2)
+        log_prob = log_prob - 2.0 * (math.log(2.0) - u - nn.functional.softplus(-2.0 * u))
+        return self._scale(squashed), log_prob.sum(-1)
+
+    def act(self, obs: torch.Tensor) -> torch.Tensor:
+        return self._scale(torch.tanh(self.mu(self.encoder(obs))))
+
+
+class TwinQ(FlatParameters):
+    """SAC's two Q(s, a) critics, evaluated together."""
+
+    def __init__(self, obs_shape: Sequence[int], action_space: Box, hidden: Sequence[int] = (256, 256)) -> None:
+        super().__init__()
+        n_act = math.prod(action_space.shape)
+        self.encoders = nn.ModuleList(
+            make_encoder(obs_shape, (), "relu") if is_image(obs_shape) else nn.Flatten() for _ in range(2)
+        )
+        in_dim = (self.encoders[0].out_dim if is_image(obs_shape) else math.prod(obs_shape)) + n_act
+        self.qs = nn.ModuleList(mlp([in_dim, *hidden, 1], "relu", last_activation=False) for _ in range(2))
+        self.flatten_parameters()
+
+    def forward(self, obs: torch.Tensor, action: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        q1, q2 = (
+            q_net(torch.cat([encoder(obs), action], -1)).squeeze(-1)
+            for encoder, q_net in zip(self.encoders, self.qs, strict=True)
+        )
+        return q1, q2

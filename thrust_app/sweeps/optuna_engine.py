@@ -1,0 +1,225 @@
+"""The embedded Optuna engine of `thrust sweep` (the default; Ray Tune for clusters is `ray_engine.py`).
+
+Optuna samples the settings (TPE, random or grid) and prunes (median or successive halving) from
+evaluations reported during training. `workers` processes share the study through a journal file in
+the sweep folder (`runs/<sweep>/study.journal`); each trial is one ordinary Thrust run folder per seed
+(`runs/<sweep>/trial-0003-s1/`), so eval, export, the player, the dashboard and `thrust compare` work
+on it. A trial's score is the mean over its seeds of the metric. `thrust sweep --resume runs/<sweep>`
+keeps every finished trial and continues the ones a killed sweep left running from their checkpoints.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import statistics
+import sys
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ..config import ConfigError
+from .spec import JOURNAL_FILE, METRICS, SweepSpec, load_sweep
+from .trial_runs import on_new_evaluation, run_seed, score, score_so_far
+
+if TYPE_CHECKING:
+    from ..training.trainer import IterationHook, Trainer
+
+
+def suggest(trial: Any, name: str, space: dict[str, Any]) -> Any:
+    """One setting of a trial, drawn from its search entry."""
+    kind = space["type"]
+    if kind == "choice":
+        return trial.suggest_categorical(name, space["values"])
+    if kind == "int":
+        return trial.suggest_int(name, int(space["low"]), int(space["high"]), log=bool(space.get("log", False)))
+    log = kind == "loguniform" or bool(space.get("log", False))
+    return trial.suggest_float(name, float(space["low"]), float(space["high"]), log=log)
+
+
+# -- the study ------------------------------------------------------------------------------------------
+def open_study(folder: Path, spec: SweepSpec, worker: int = 0) -> Any:
+    """The sweep's Optuna study in its journal file (created on first use)."""
+    import optuna
+    from optuna.storages import JournalStorage
+    from optuna.storages.journal import JournalFileBackend
+
+    optuna.logging.set_verbosity(optuna.logging.ERROR)  # a failed trial is reported by `objective`, in one line
+    seed = spec.seed + 1000 * worker  # each worker samples its own stream
+    samplers = {
+        "tpe": lambda: optuna.samplers.TPESampler(seed=seed),
+        "random": lambda: optuna.samplers.RandomSampler(seed=seed),
+        "grid": lambda: optuna.samplers.GridSampler({n: s["values"] for n, s in spec.search.items()}, seed=seed),
+    }
+    pruners = {
+        "none": optuna.pruners.NopPruner,
+        "median": lambda: optuna.pruners.MedianPruner(n_startup_trials=spec.pruner_startup_trials, n_warmup_steps=1),
+        "successive_halving": optuna.pruners.SuccessiveHalvingPruner,
+        "asha": optuna.pruners.SuccessiveHalvingPruner,
+    }
+    storage = JournalStorage(JournalFileBackend(str(folder / JOURNAL_FILE)))
+    return optuna.create_study(
+        study_name=spec.name,
+        storage=storage,
+        sampler=samplers[spec.sampler](),
+        pruner=pruners[spec.pruner](),
+        direction=METRICS[spec.metric],
+        load_if_exists=True,
+    )
+
+
+def objective(trial: Any, folder: Path, spec: SweepSpec, interrupted: list[bool]) -> float:
+    """Train the trial's settings on every seed (resuming folders a killed sweep left); its score. A run
+    stopped by a signal marks the trial interrupted (resume continues it) and `interrupted` non-empty."""
+    import optuna
+
+    trial.set_user_attr("pid", os.getpid())  # whose trial this is, for _fail_orphans
+    params = {name: suggest(trial, name, space) for name, space in spec.search.items()}
+    number = trial.user_attrs.get("continues", trial.number)  # a resumed trial keeps its folders
+    scores = []
+    for index in range(spec.seeds):
+        hook = _pruning_hook(trial, spec) if index == 0 else None
+        try:
+            summary = run_seed(folder, spec, number, index, params, hook)
+        except ConfigError as err:  # a sampled combination the config checks refuse: this trial fails
+            print(f"thrust: trial {number} failed: its settings {params} do not fit: {err}", file=sys.stderr)
+            raise RuntimeError(str(err)) from None
+        if summary["status"] == "pruned":
+            raise optuna.TrialPruned()
+        if summary["status"] in ("interrupted", "terminated"):  # Ctrl-C or kill: this worker stops here
+            trial.set_user_attr("interrupted", True)
+            interrupted.append(True)
+        if summary["status"] not in ("finished", "solved"):
+            if summary["status"] not in ("interrupted", "terminated"):
+                print(f"thrust: trial {number} failed: {summary['run_dir']} ended {summary['status']}", file=sys.stderr)
+            raise RuntimeError(f"{summary['run_dir']} ended {summary['status']}")
+        scores.append(score(summary, spec))
+    return statistics.fmean(scores)
+
+
+def _pruning_hook(trial: Any, spec: SweepSpec) -> IterationHook:
+    """Report each new evaluation to Optuna; stop the run as "pruned" when the pruner says so."""
+
+    def report(trainer: Trainer) -> None:
+        trial.report(score_so_far(trainer, spec), trainer.logger.last_eval_step)
+        if trial.should_prune():
+            trainer.request_stop("pruned")
+
+    return on_new_evaluation(report)
+
+
+# -- running it -----------------------------------------------------------------------------------------
+def run_worker(folder: Path, worker: int) -> None:
+    """One worker: trials until the sweep has its number of finished or pruned trials."""
+    import torch
+    from optuna.trial import TrialState
+
+    torch.set_num_threads(1)
+    spec = load_sweep(folder)
+    study = open_study(folder, spec, worker)
+    interrupted: list[bool] = []
+    # One trial at a time, counting before each: a sweep resumed once complete runs none, and a worker
+    # starts no trial while the ones under way would already make up the number (it waits for them:
+    # if one fails, another is needed).
+    while not interrupted:
+        done = len(study.get_trials(deepcopy=False, states=(TrialState.COMPLETE, TrialState.PRUNED)))
+        running = len(study.get_trials(deepcopy=False, states=(TrialState.RUNNING,)))
+        if done >= spec.trials:
+            break
+        if done + running >= spec.trials:
+            _fail_orphans(study)
+            time.sleep(0.5)
+            continue
+        study.optimize(lambda trial: objective(trial, folder, spec, interrupted), n_trials=1, catch=(RuntimeError,))
+
+
+def _fail_orphans(study: Any) -> None:
+    """Running trials whose worker process has died (a crash, the OOM killer) are marked failed, so the
+    workers still alive do not wait for them."""
+    from optuna.trial import TrialState
+
+    for trial in study.get_trials(deepcopy=False, states=(TrialState.RUNNING,)):
+        pid = trial.user_attrs.get("pid")
+        if pid is None:
+            continue
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            study._storage.set_trial_state_values(trial._trial_id, TrialState.FAIL)
+        except PermissionError:
+            pass
+
+
+def requeue_interrupted(folder: Path, spec: SweepSpec) -> int:
+    """Trials a killed sweep left running, or a stopped one interrupted: queued again under their own
+    folders (a killed one is first marked failed)."""
+    from optuna.trial import TrialState
+
+    study = open_study(folder, spec)
+    handled: set[int] = set()  # trial folders that are done, or already queued to continue
+    unfinished: dict[int, list[Any]] = {}
+    for trial in study.get_trials(deepcopy=False):
+        key = trial.user_attrs.get("continues", trial.number)
+        if trial.state in (TrialState.WAITING, TrialState.COMPLETE, TrialState.PRUNED):
+            handled.add(key)
+        elif trial.state == TrialState.RUNNING or trial.user_attrs.get("interrupted"):
+            unfinished.setdefault(key, []).append(trial)
+    for trials in unfinished.values():
+        for trial in trials:
+            if trial.state == TrialState.RUNNING:
+                study._storage.set_trial_state_values(trial._trial_id, TrialState.FAIL)
+    queued = [key for key in unfinished if key not in handled]
+    for key in queued:
+        study.enqueue_trial(unfinished[key][-1].params, user_attrs={"continues": key})
+    return len(queued)
+
+
+def _forked_worker(folder: Path, index: int) -> None:
+    try:
+        run_worker(folder, worker=index)
+    except KeyboardInterrupt:  # a second Ctrl-C: the run's checkpoint is kept, the trial resumes later
+        sys.exit(130)
+
+
+def _wait(process: multiprocessing.process.BaseProcess) -> int:
+    process.join()
+    return process.exitcode or 0
+
+
+def run_optuna_sweep(folder: Path, spec: SweepSpec, *, resume: bool, workers: int | None, log=print) -> None:
+    """Run (or, `resume`, continue) the sweep in `folder` with `workers` processes sharing its study."""
+    if resume:
+        log(f"thrust: continuing sweep {spec.name}: {requeue_interrupted(folder, spec)} interrupted trial(s) queued again")
+    else:
+        open_study(folder, spec)
+    # more workers than trials idle
+    count = min(workers or spec.workers or (os.cpu_count() or 1) // spec.cpus_per_trial or 1, spec.trials)
+    log(
+        f"thrust: sweep {spec.name}: {spec.trials} trials x {spec.seeds} seed(s) of {spec.algo} on {spec.env}, "
+        f"{count} worker process(es), folder {folder}"
+    )
+    # This process is worker 0; workers 1.. are forked from it once torch and the trainer are imported
+    # here, so no worker pays that import (seconds) again.
+    import torch  # noqa: F401
+
+    from ..training import trainer  # noqa: F401
+
+    fork = multiprocessing.get_context("fork")
+    processes = [fork.Process(target=_forked_worker, args=(folder, index)) for index in range(1, count)]
+    for process in processes:
+        process.start()
+    try:
+        run_worker(folder, worker=0)
+        codes = [_wait(process) for process in processes]
+    except KeyboardInterrupt:  # the workers got the same Ctrl-C: they checkpoint their runs and stop
+        codes = [_wait(process) for process in processes]
+    finally:
+        for process in processes:
+            if process.is_alive():
+                process.terminate()
+                process.join()
+    if any(codes):
+        log(
+            f"thrust: {sum(1 for code in codes if code)} worker(s) stopped early; continue with "
+            f"`thrust sweep --resume {folder}`"
+        )

@@ -1,0 +1,57 @@
+"""Deterministic evaluation: K episodes on their own env instances, seeds `seed .. seed+K-1`.
+
+The policy is any function from a batch of observations (numpy, float32) to a batch of actions,
+so the same code evaluates a torch policy and (without importing torch) an ONNX one.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..envs import make_env
+
+
+@dataclass
+class EvalResult:
+    returns: list[float]
+    lengths: list[int]
+
+    @property
+    def mean(self) -> float:
+        return statistics.fmean(self.returns)
+
+    @property
+    def std(self) -> float:
+        return statistics.pstdev(self.returns)
+
+    def as_dict(self) -> dict:
+        return {"eval_mean": self.mean, "eval_std": self.std, "eval_returns": self.returns, "eval_lengths": self.lengths}
+
+
+def evaluate(
+    act: Callable[[np.ndarray], np.ndarray], env_id: str, episodes: int = 10, seed: int = 0, env_kwargs: dict | None = None
+) -> EvalResult:
+    """Run `episodes` episodes side by side, one env each, stepping all unfinished ones per policy call."""
+    if episodes < 1:
+        raise ValueError(f"episodes must be >= 1, got {episodes}")
+    envs = [make_env(env_id, **(env_kwargs or {})) for _ in range(episodes)]
+    obs = [env.reset(seed=seed + i)[0] for i, env in enumerate(envs)]
+    returns, lengths = [0.0] * episodes, [0] * episodes
+    live = list(range(episodes))
+    while live:
+        actions = np.asarray(act(np.stack([obs[i] for i in live]).astype(np.float32)))
+        still = []
+        for i, action in zip(live, actions, strict=True):
+            obs[i], reward, terminated, truncated, _ = envs[i].step(action if action.ndim else action.item())
+            returns[i] += float(reward)
+            lengths[i] += 1
+            if not (terminated or truncated):
+                still.append(i)
+        live = still
+    for env in envs:
+        env.close()
+    return EvalResult(returns, lengths)

@@ -1,0 +1,444 @@
+"""The training loop every algorithm shares, and `train` / `resume` / `load_policy` around it.
+
+`train("ppo", "cartpole")` starts a run in a new folder; `resume("runs/<name>")` continues one from its
+last checkpoint, exactly where it stopped for Thrust's array-batched envs (the env state and every
+random stream are in the checkpoint). The algorithm supplies `apply_schedules` and `iteration`; the
+loop (`Trainer.run`) reads as the list of what happens each iteration. Records go to a RunLogger,
+checkpoints to a Checkpointer; a caller can watch and steer the loop through `on_iteration`.
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import math
+import signal
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+from .. import __version__
+from ..algos import build_algorithm
+from ..algos.base import Algorithm, deterministic_action
+from ..envs.batched import make_batched
+from ..envs.tensors import EnvIO
+from ..runs.files import (
+    LAST_CHECKPOINT,
+    RunDirError,
+    atomic_write_json,
+    load_checkpoint,
+    new_run_dir,
+    read_json,
+    remove_stale_temporaries,
+    truncate_metrics,
+)
+from ..runs.lock import RunLock
+from .checkpointer import Checkpointer
+from .device import resolve_device
+from .evaluation import evaluate
+from .run_logger import RecordListener, RunLogger
+from .run_spec import RunSpec, load_spec, make_spec, solve_threshold, with_overrides
+
+#: A file of this name in a run folder asks the run to stop at its next iteration (checkpoint kept).
+STOP_FILE = "STOP"
+
+#: Seeds of evaluation episodes start here, away from the training envs' seeds.
+EVAL_SEED_OFFSET = 1_000_000
+
+
+class Every:
+    """True once per `interval` steps: at the first step at or past each multiple of it."""
+
+    def __init__(self, interval: int, step: int = 0) -> None:
+        self.interval = interval
+        self.next_step = (step // interval + 1) * interval
+
+    def __call__(self, step: int) -> bool:
+        if step < self.next_step:
+            return False
+        self.next_step = (step // self.interval + 1) * self.interval
+        return True
+
+
+def env_device(env_backend: str, device: torch.device) -> str:
+    """Where a run's env keeps its arrays: a torch env on the training device (no host copy per step), a
+    numpy env on the host, whatever the device (EnvIO copies its arrays to the learner)."""
+    return str(device) if env_backend == "torch" else "cpu"
+
+
+#: Called after every iteration with the trainer: it may read progress and records, call
+#: `trainer.checkpoint(path)` and `trainer.request_stop()`.
+IterationHook = Callable[["Trainer"], None]
+
+
+def host_act(policy: torch.nn.Module) -> Callable[[np.ndarray], np.ndarray]:
+    """The deterministic policy of a copy of `policy` on the CPU, as evaluations on a GPU run act: an
+    evaluation steps its episodes one batch at a time, and on the GPU each step would pay a copy there and
+    back for a forward of a few rows (on an H200 an evaluation of `--preset gpu`, 10 CartPole episodes,
+    takes about 45 ms this way against about 130 ms acting on the GPU)."""
+    host_policy = copy.deepcopy(policy).cpu()
+
+    def act(obs: np.ndarray) -> np.ndarray:
+        with torch.no_grad():
+            return deterministic_action(host_policy, torch.as_tensor(obs)).numpy()
+
+    return act
+
+
+class Trainer:
+    """Runs one RunSpec in one run folder; `run()` trains until done, stopped or solved."""
+
+    def __init__(
+        self,
+        spec: RunSpec,
+        run_dir: Path,
+        device: torch.device,
+        progress: bool = True,
+        on_record: RecordListener | None = None,
+        on_iteration: IterationHook | None = None,
+    ) -> None:
+        self.spec = spec
+        self.run_dir = run_dir
+        self.device = device
+        self.on_iteration = on_iteration
+        torch.manual_seed(spec.seed)
+        np.random.seed(spec.seed % 2**32)
+        self.algo: Algorithm = build_algorithm(spec.algo, spec.env, spec.config, device, spec.seed)
+        # Actions come from the policy's own action space, so the env need not re-check them (a sync on GPU).
+        self.env = make_batched(
+            spec.env,
+            self.algo.config.n_envs,
+            seed=spec.seed,
+            backend=spec.env_backend,
+            device=env_device(spec.env_backend, device),
+            check_actions=False,
+        )
+        self.algo.prepare(self.env)
+        self.env_io = EnvIO(device)
+        self.obs = self.env_io.reset(self.env)
+        threshold = spec.stop_at_return if spec.stop_at_return is not None else solve_threshold(spec.env)
+        self.logger = RunLogger(run_dir, spec, threshold, progress, on_record)
+        if spec.tensorboard:
+            from ..runs.tensorboard import TensorBoardSink
+
+            self.logger.listeners.append(TensorBoardSink(run_dir))
+        self.checkpointer = Checkpointer(run_dir, spec, self.algo, self.env, self.env_io, self.logger, device)
+        #: The status the run ends with once a stop was asked for: "stopped", or after a signal
+        #: "interrupted" (SIGINT) / "terminated" (SIGTERM).
+        self._stop_status: str | None = None
+        self.diverged_at_step: int | None = None
+
+    @property
+    def step(self) -> int:
+        return self.algo.num_timesteps
+
+    # -- the loop ----------------------------------------------------------------------------------
+    def run(self) -> dict[str, Any]:
+        """Train to `timesteps` (or until stopped, solved or diverged); returns the summary. SIGINT and
+        SIGTERM stop the run at the end of the current iteration, checkpoint kept (a second one at once)."""
+        with stop_on_signals(self.request_stop):  # finish() too: a signal then changes nothing
+            with self.logger.progress_bar(self.step):
+                status = self.train_until_done()
+            return self.finish(status)
+
+    def train_until_done(self) -> str:
+        """Iterate until the budget is spent ("finished"), an evaluation reaches stop_at_return ("solved"),
+        a stop is asked for ("stopped", or "interrupted" / "terminated" by a signal), or a loss or weight
+        stops being finite ("diverged")."""
+        spec = self.spec
+        log_due = Every(max(1000, spec.timesteps // 200), self.step)
+        eval_due = Every(spec.eval_every, self.step)
+        checkpoint_due = Every(spec.checkpoint_every, self.step)
+        try:
+            while self.step < spec.timesteps:
+                if not self.train_one_iteration():
+                    return "diverged"
+                if log_due(self.step) or self.step >= spec.timesteps:
+                    self.logger.write_train(self.step)
+                if eval_due(self.step) and self.evaluate() and spec.stop_at_return is not None:
+                    return "solved"
+                if checkpoint_due(self.step) and not self.save_finite_checkpoint():
+                    return "diverged"
+                if self.on_iteration is not None:
+                    self.on_iteration(self)
+                if self.stop_requested():
+                    return self._stop_status or "stopped"
+        except KeyboardInterrupt:
+            return "interrupted"
+        return "finished"
+
+    def train_one_iteration(self) -> bool:
+        """One iteration; False (and nothing recorded) if it reported a non-finite loss. Weights are checked
+        before each checkpoint (`save_finite_checkpoint`): a non-finite weight makes the next loss
+        non-finite anyway, and the check costs about 1% of a short A2C iteration."""
+        self.algo.apply_schedules(max(0.0, 1.0 - self.step / self.spec.timesteps))
+        with self.logger.clock.timing(training=True):
+            iteration = self.algo.iteration(self.env, self.env_io, self.obs)
+        if not all(math.isfinite(value) for value in iteration.stats.values()):
+            self.diverged_at_step = self.step
+            return False
+        self.obs = iteration.obs
+        iteration.stats["learning_rate"] = self.algo.learning_rate
+        self.logger.add_iteration(iteration)
+        return True
+
+    def evaluate(self) -> bool:
+        """Evaluate the deterministic policy and record it; True when the mean return reaches stop_at_return
+        (or, without one, the env's solve threshold)."""
+        with self.logger.clock.timing(training=False):
+            act = self.act if self.device.type == "cpu" else host_act(self.algo.policy)
+            result = evaluate(act, self.spec.env, self.spec.eval_episodes, self.spec.seed + EVAL_SEED_OFFSET)
+        self.logger.write_eval(result, self.step)
+        return self.logger.threshold is not None and result.mean >= self.logger.threshold
+
+    def finish(self, status: str) -> dict[str, Any]:
+        """Last records (a closing evaluation unless this step has one), a checkpoint, the summary. A
+        diverged run writes no checkpoint: the last one, from before the divergence, stays."""
+        if status in ("finished", "solved"):
+            if self.logger.has_pending():
+                self.logger.write_train(self.step)
+            if self.logger.last_eval_step != self.step:
+                self.evaluate()
+        if status != "diverged" and not self.save_finite_checkpoint():
+            status = "diverged"
+        summary = self.logger.summary(status, self.step, self.device)
+        summary["diverged_at_step"] = self.diverged_at_step
+        summary["run_dir"] = str(self.run_dir)
+        atomic_write_json(self.run_dir / "summary.json", summary)
+        self.logger.close()
+        self.env.close()
+        return summary
+
+    # -- what a caller may ask for ----------------------------------------------------------------
+    def act(self, obs: np.ndarray) -> np.ndarray:
+        with torch.no_grad():
+            return deterministic_action(self.algo.policy, torch.as_tensor(obs, device=self.device)).cpu().numpy()
+
+    def checkpoint(self, path: Path | None = None) -> Path:
+        """Save everything needed to continue from here (to the run's last.pt unless told another path)."""
+        return self.checkpointer.save(self.obs, path)
+
+    def save_finite_checkpoint(self) -> bool:
+        """Checkpoint to last.pt, unless a weight is no longer finite: then nothing is written (the last
+        checkpoint, finite, stays) and the run has diverged here."""
+        if not self.algo.parameters_finite():
+            self.diverged_at_step = self.step
+            return False
+        self.checkpoint()
+        return True
+
+    def restore(self, state: dict[str, Any]) -> None:
+        self.obs = self.checkpointer.restore(state)
+
+    def request_stop(self, status: str = "stopped") -> None:
+        """Stop after this iteration, checkpoint kept; the run ends with `status`."""
+        self._stop_status = self._stop_status or status
+
+    def stop_requested(self) -> bool:
+        """True once `request_stop()` was called or someone (the dashboard, a user) created the STOP file."""
+        stop_file = self.run_dir / STOP_FILE
+        if stop_file.exists():
+            stop_file.unlink(missing_ok=True)
+            return True
+        return self._stop_status is not None
+
+
+@contextmanager
+def stop_on_signals(request_stop: Callable[[str], None]) -> Iterator[None]:
+    """While inside, SIGINT and SIGTERM call `request_stop("interrupted" / "terminated")`; a second one
+    raises KeyboardInterrupt at once. Only the main thread can take signals: elsewhere this does nothing."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    statuses = {signal.SIGINT: "interrupted", signal.SIGTERM: "terminated"}
+    received: list[int] = []
+
+    def handle(signum: int, frame: Any) -> None:
+        if received:
+            raise KeyboardInterrupt
+        received.append(signum)
+        request_stop(statuses[signum])
+
+    previous = {signum: signal.signal(signum, handle) for signum in statuses}
+    try:
+        yield
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
+
+
+def train(
+    algo: str,
+    env: str,
+    *,
+    timesteps: int | None = None,
+    seed: int = 0,
+    device: str = "auto",
+    run_dir: str | Path | None = None,
+    runs_root: str | Path = "runs",
+    eval_every: int | None = None,
+    eval_episodes: int = 10,
+    stop_at_return: float | None = None,
+    overrides: dict[str, Any] | list[str] | None = None,
+    checkpoint_every: int | None = None,
+    torch_threads: int = 1,
+    env_backend: str | None = None,
+    tensorboard: bool = False,
+    preset: str = "default",
+    progress: bool = True,
+    on_record: RecordListener | None = None,
+    on_iteration: IterationHook | None = None,
+    log: Callable[[str], None] = print,
+) -> dict[str, Any]:
+    """Train `algo` on `env` in a new run folder, from its `preset` ("default", or a named one such as
+    "fast"); returns the summary (also saved as summary.json)."""
+    spec = make_spec(
+        algo,
+        env,
+        timesteps,
+        seed,
+        device,
+        eval_every,
+        eval_episodes,
+        stop_at_return,
+        overrides,
+        checkpoint_every,
+        torch_threads,
+        env_backend,
+        tensorboard,
+        preset,
+    )
+    torch_device = resolve_device(device, torch_threads)
+    run_dir = claim_run_dir(spec, run_dir, runs_root)
+    with RunLock(run_dir):
+        claim_run_dir(spec, run_dir, runs_root)  # again, now that no one else can write the folder
+        return _train_in(run_dir, spec, torch_device, device, progress, on_record, on_iteration, log)
+
+
+def _train_in(
+    run_dir: Path,
+    spec: RunSpec,
+    torch_device: torch.device,
+    device: str,
+    progress: bool,
+    on_record: RecordListener | None,
+    on_iteration: IterationHook | None,
+    log: Callable[[str], None],
+) -> dict[str, Any]:
+    log(
+        f"thrust: training {spec.algo} on {spec.env} for {spec.timesteps:,} steps, device {torch_device}"
+        f"{' (auto)' if device == 'auto' else ''}, run folder {run_dir}"
+    )
+    trainer = Trainer(spec, run_dir, torch_device, progress, on_record, on_iteration)
+    for note in trainer.algo.notes:
+        log(f"thrust: {note}")
+    write_config(run_dir, spec)
+    return trainer.run()
+
+
+def claim_run_dir(spec: RunSpec, run_dir: str | Path | None, runs_root: str | Path) -> Path:
+    """The folder a new run writes to: `run_dir`, which must not hold a run yet, or a fresh
+    `runs_root/<algo>-<env>-s<seed>-<time>`."""
+    if run_dir is None:
+        alias = spec.env.split("/")[-1].split("-v")[0].lower()
+        stem = f"{spec.algo}-{alias}-s{spec.seed}-{time.strftime('%Y%m%d-%H%M%S')}"
+        return new_run_dir(Path(runs_root), stem)
+    run_dir = Path(run_dir)
+    if (run_dir / "config.json").exists():
+        raise RunDirError(
+            f"{run_dir} already holds a run; continue it with `thrust train --resume {run_dir}` or choose another --run-dir"
+        )
+    return run_dir
+
+
+def write_config(run_dir: Path, spec: RunSpec) -> None:
+    """config.json (the spec, the command that repeats it, the versions) and an empty metrics file."""
+    run_dir.mkdir(parents=True, exist_ok=True)
+    versions = {"thrust_version": __version__, "torch_version": torch.__version__}
+    atomic_write_json(run_dir / "config.json", {**dataclasses.asdict(spec), "command": spec.command(), **versions})
+    (run_dir / "metrics.jsonl").touch()
+
+
+@dataclasses.dataclass
+class ResumeFrom:
+    """Where and how `resume` continues: another checkpoint than the folder's last.pt (a PBT exploit
+    continues from the better trial's), and settings changed on the way (its new learning rate)."""
+
+    checkpoint: Path | None = None
+    overrides: dict[str, Any] = dataclasses.field(default_factory=dict)
+
+
+def resume(
+    run_dir: str | Path,
+    *,
+    device: str | None = None,
+    timesteps: int | None = None,
+    start: ResumeFrom | None = None,
+    progress: bool = True,
+    on_record: RecordListener | None = None,
+    on_iteration: IterationHook | None = None,
+    log: Callable[[str], None] = print,
+) -> dict[str, Any]:
+    """Continue a run from its last checkpoint (to its own budget, or to `timesteps` if given); `start`
+    continues from another checkpoint and/or under changed settings, written to config.json."""
+    run_dir = Path(run_dir)
+    load_spec(run_dir)  # not a run folder: say so before taking its lock
+    with RunLock(run_dir):
+        remove_stale_temporaries(run_dir)  # a run killed mid-write leaves its temporary file behind
+        return _resume_in(run_dir, device, timesteps, start or ResumeFrom(), progress, on_record, on_iteration, log)
+
+
+def _resume_in(
+    run_dir: Path,
+    device: str | None,
+    timesteps: int | None,
+    start: ResumeFrom,
+    progress: bool,
+    on_record: RecordListener | None,
+    on_iteration: IterationHook | None,
+    log: Callable[[str], None],
+) -> dict[str, Any]:
+    spec = load_spec(run_dir)
+    if timesteps is not None:
+        spec = dataclasses.replace(spec, timesteps=timesteps)
+    if start.overrides:
+        spec = with_overrides(spec, start.overrides)
+    summary_path = run_dir / "summary.json"
+    done = read_json(summary_path) if summary_path.exists() and start.checkpoint is None else {}
+    if done.get("status") in ("finished", "solved") and done.get("timesteps", 0) >= spec.timesteps:
+        raise RunDirError(
+            f"{run_dir} already {done['status']} at step {done['timesteps']:,} of its {spec.timesteps:,}; "
+            f"to train on, give a larger budget: `thrust train --resume {run_dir} --timesteps N`"
+        )
+    torch_device = resolve_device(device or spec.device, spec.torch_threads)
+    trainer = Trainer(spec, run_dir, torch_device, progress, on_record, on_iteration)
+    trainer.restore(trainer.checkpointer.load(start.checkpoint))
+    for note in trainer.algo.notes:
+        log(f"thrust: {note}")
+    if start.overrides:
+        write_config(run_dir, spec)
+    elif timesteps is not None:
+        atomic_write_json(run_dir / "config.json", {**read_json(run_dir / "config.json"), "timesteps": timesteps})
+    truncate_metrics(run_dir / "metrics.jsonl", trainer.step)
+    log(f"thrust: resuming {spec.algo} on {spec.env} at step {trainer.step:,} of {spec.timesteps:,}, device {torch_device}")
+    return trainer.run()
+
+
+def load_policy(run_dir: str | Path, device: str = "cpu") -> tuple[RunSpec, torch.nn.Module]:
+    """The trained deterministic policy of a run (its `act(obs)`), on `device`."""
+    spec = load_spec(run_dir)
+    torch_device = resolve_device(device, spec.torch_threads)
+    state = load_checkpoint(Path(run_dir) / LAST_CHECKPOINT)
+    algo = build_algorithm(spec.algo, spec.env, spec.config, torch_device, spec.seed)
+    algo.load_state_dict(state["algo"])
+    algo.policy.eval()
+    return spec, algo.policy
+
+
+__all__ = ["Every", "ResumeFrom", "RunSpec", "Trainer", "load_policy", "load_spec", "make_spec", "resume", "train"]

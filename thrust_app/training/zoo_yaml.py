@@ -1,0 +1,96 @@
+"""A run's settings in rl-baselines3-zoo's hyperparameter format (`hyperparams/ppo.yml` and friends),
+both ways: export a Thrust run as a zoo entry, and read a zoo entry into Thrust overrides.
+
+The zoo writes linear schedules as `lin_<start>` and the network as a `policy_kwargs` string such as
+`dict(net_arch=[64, 64], activation_fn=nn.ReLU)`; Thrust's `lr_schedule`/`clip_schedule`, `hidden` and
+`activation` map onto those. Settings without a zoo key (Thrust's `backward`, DQN's `loss`, ...) are
+written as comments on export; zoo keys Thrust does not have are named on import, never guessed.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import yaml
+
+from ..config import ConfigError
+
+#: Thrust config fields the zoo spells differently or not at all.
+SCHEDULED = {"learning_rate": "lr_schedule", "clip_range": "clip_schedule"}
+NETWORK = ("hidden", "activation")
+ZOO_ONLY_IGNORED = ("policy", "normalize", "n_timesteps", "env_wrapper", "frame_stack")
+#: Thrust's envs whose dynamics are gymnasium's (tests step both side by side): the zoo knows the gymnasium id.
+GYMNASIUM_TWINS = {"thrust/CartPole-v0": "CartPole-v1", "thrust/Pendulum-v0": "Pendulum-v1"}
+
+
+def to_zoo_yaml(run_config: dict[str, Any]) -> str:
+    """A run's config.json as a zoo hyperparameter file with one entry, keyed by the env id."""
+    config = dict(run_config["config"])
+    entry: dict[str, Any] = {"n_timesteps": run_config["timesteps"], "policy": "MlpPolicy"}
+    for key, schedule_key in SCHEDULED.items():
+        if key in config:
+            value = config.pop(key)
+            entry[key] = f"lin_{value}" if config.pop(schedule_key, "constant") == "linear" else value
+    hidden, activation = config.pop("hidden", None), config.pop("activation", None)
+    kwargs = [f"net_arch=[{', '.join(map(str, hidden))}]"] if hidden else []
+    if activation == "relu":
+        kwargs.append("activation_fn=nn.ReLU")
+    if activation == "tanh":
+        kwargs.append("activation_fn=nn.Tanh")
+    if kwargs:
+        entry["policy_kwargs"] = f"dict({', '.join(kwargs)})"
+    thrust_only = {key: config.pop(key) for key in ("backward", "loss", "double_dqn") if key in config}
+    entry.update(config)
+    env_id = GYMNASIUM_TWINS.get(run_config["env"], run_config["env"])
+    text = yaml.safe_dump({env_id: entry}, sort_keys=False, default_flow_style=False)
+    notes = "".join(f"#   {key}: {value}\n" for key, value in thrust_only.items())
+    return (
+        f"# {run_config['algo']} on {run_config['env']}, exported by Thrust\n"
+        + (f"# Thrust-only settings (no zoo key):\n{notes}" if notes else "")
+        + text
+    )
+
+
+def from_zoo_yaml(text: str, fields: set[str]) -> tuple[str, int | None, dict[str, Any]]:
+    """(env id, timesteps, Thrust overrides) of a zoo file's first entry, for a config with `fields`.
+    A zoo key Thrust has no field for is a ConfigError naming it."""
+    try:
+        document = yaml.safe_load(text)
+    except yaml.YAMLError as err:
+        raise ConfigError(f"not a YAML file: {str(err).splitlines()[0]}") from None
+    if not isinstance(document, dict) or not document or not isinstance(next(iter(document.values())), dict):
+        raise ConfigError("expected a zoo hyperparameter file: an env id, then its settings")
+    env_id, entry = next(iter(document.items()))
+    overrides: dict[str, Any] = {}
+    unknown = []
+    for key, value in entry.items():
+        if key in SCHEDULED and isinstance(value, str) and value.startswith("lin_"):
+            overrides[key], overrides[SCHEDULED[key]] = float(value[4:]), "linear"
+        elif key == "policy_kwargs":
+            overrides.update(_network(str(value)))
+        elif key in fields:
+            overrides[key] = value
+        elif key not in ZOO_ONLY_IGNORED:
+            unknown.append(key)
+    if unknown:
+        raise ConfigError(f"Thrust has no setting for the zoo keys {', '.join(unknown)}; remove them to load the rest")
+    timesteps = entry.get("n_timesteps")
+    return str(env_id), int(float(timesteps)) if timesteps is not None else None, overrides
+
+
+def _network(policy_kwargs: str) -> dict[str, Any]:
+    """`hidden` and `activation` from a zoo policy_kwargs string; other keys in it are refused."""
+    network: dict[str, Any] = {}
+    sizes = re.search(r"net_arch\s*=\s*\[([\d,\s]*)\]", policy_kwargs)
+    if sizes:
+        network["hidden"] = tuple(int(size) for size in sizes.group(1).replace(",", " ").split())
+    activation = re.search(r"activation_fn\s*=\s*nn\.(\w+)", policy_kwargs)
+    if activation:
+        network["activation"] = {"ReLU": "relu", "Tanh": "tanh"}.get(activation.group(1), activation.group(1))
+    rest = re.sub(r"net_arch\s*=\s*\[[\d,\s]*\]|activation_fn\s*=\s*nn\.\w+|dict\(|\)|,|\s", "", policy_kwargs)
+    if rest:
+        raise ConfigError(
+            f"policy_kwargs {policy_kwargs!r}: Thrust reads net_arch (a flat list) and activation_fn (ReLU or Tanh) only"
+        )
+    return network
