@@ -32,6 +32,7 @@ from thrust_app.algos.rollout import compute_gae
 from thrust_app.config import apply_overrides
 from thrust_app.envs.batched import make_batched
 from thrust_app.envs.tensors import EnvIO
+from thrust_app.speed.switches import apply_speed
 from thrust_app.training.device import cuda_summary, resolve_device
 
 
@@ -44,7 +45,7 @@ def ppo_iteration(num_envs: int, backend: str, device: torch.device, n_steps: in
     env = make_batched("cartpole", num_envs, seed=0, backend=backend, device=str(device), check_actions=False)
     agent = PPO(env.observation_space.shape, env.action_space, config, device, seed=0)
     agent.apply_schedules(1.0)  # what the trainer does before each iteration: learning rate and clip range
-    agent.prepare(env)  # decides on capturing the minibatch step
+    apply_speed(agent, env)  # the speed switches, capturing the minibatch step among them
     io = EnvIO(device)
     state = {"obs": io.reset(env)}
 

@@ -43,6 +43,7 @@ from thrust_app.algos.rollout import collect_rollout, compute_gae
 from thrust_app.config import apply_overrides
 from thrust_app.envs.batched import make_batched
 from thrust_app.envs.tensors import EnvIO
+from thrust_app.speed.switches import apply_speed
 from thrust_app.training.device import cuda_summary, resolve_device
 from thrust_app.training.presets import get_preset
 
@@ -56,6 +57,7 @@ def build(algo: str, device: torch.device, **extra):
     env = make_batched(env_id, config.n_envs, seed=0)
     agent = cls(env.observation_space.shape, env.action_space, config, device, seed=0)
     agent.apply_schedules(1.0)
+    apply_speed(agent, env)  # the speed switches as a run resolves them (speed/switches.py)
     io = EnvIO(device)
     return agent, env, io, io.reset(env)
 
@@ -65,7 +67,6 @@ def train_step(algo: str, device: torch.device, backward: str = "fast", **extra)
     `backward` way (fast: written out; autograd: the reference); `extra` are further DQN/SAC settings."""
     if algo in ("dqn", "sac"):
         agent, env, io, obs = build(algo, device, learning_starts=1, backward=backward, **extra)
-        agent.prepare(env)  # decides on fast acting and on capturing the update (cuda_graphs)
         while agent.buffer.size < 2048:
             obs = agent.iteration(env, io, obs).obs
         return agent.train_step
@@ -73,7 +74,6 @@ def train_step(algo: str, device: torch.device, backward: str = "fast", **extra)
         agent, env, io, obs = build(algo, device, n_envs=8, n_steps=32, n_epochs=1, backward=backward, **extra)
     else:
         agent, env, io, obs = build(algo, device, backward=backward, **extra)
-    agent.prepare(env)  # decides on capturing the update (PPO's cuda_graphs)
     config = agent.config
     rollout, _ = collect_rollout(env, io, obs, agent.net, config.n_steps, config.gamma)
     advantages, returns = compute_gae(
@@ -85,7 +85,6 @@ def train_step(algo: str, device: torch.device, backward: str = "fast", **extra)
 def rollout(algo: str, device: torch.device, **extra) -> Callable[[], object]:
     """One rollout of the preset (A2C, PPO), collected the way `acting` says (in `extra`; fast by default)."""
     agent, env, io, obs = build(algo, device, **extra)
-    agent.prepare(env)
     state = {"obs": obs}
 
     def collect():

@@ -43,6 +43,8 @@ import thrust_app.speed.mlp_backward as fast_mlp
 from thrust_app.speed.mlp_backward import adam_step
 from thrust_app.speed.numba_kernels import SGEMM_SOURCE
 from thrust_app.speed.numba_kernels import matmul as compiled_matmul
+from thrust_app.speed.numpy_exploration import NumpyExploration
+from thrust_app.speed.switches import install_backward
 from thrust_app.training.device import resolve_device
 
 MATMULS = {torch.ops.aten.mm, torch.ops.aten.addmm, torch.ops.aten.bmm, torch.ops.aten.baddbmm}
@@ -210,11 +212,11 @@ def compiled_floor(agent, calls: int, rounds: int) -> None:
     """The compiled update (`backward="compiled"`) against its floor: the products of the written-out update
     (the compiled kernels compute the same ones, in the same layouts), replayed by torch and by one numba call;
     the overhead share is taken against the faster of the two."""
-    if not agent.use_compiled_update:
+    if agent.speed.backward != "compiled":
         raise SystemExit(f"{agent.name}: backward=compiled did not take: {'; '.join(agent.notes)}")
-    agent.use_compiled_update = False  # record the written-out update's products, then time the compiled one
+    install_backward(agent, "fast")  # record the written-out update's products, then time the compiled one
     recorder = record(agent.train_step)
-    agent.use_compiled_update = True
+    install_backward(agent, "compiled")
     compiled_replay, adam = compiled_replayer(recorder.products), adam_steps(agent)
 
     def replay_after_adam() -> None:  # the products as an update meets them: after an Adam step's memory traffic
@@ -291,9 +293,10 @@ def acting_step(agent, env, io, obs: torch.Tensor, rounds: int) -> str:
 
 
 def fast_acting_step(agent, env, obs: torch.Tensor, rounds: int) -> str:
-    """The same step as the fast acting path takes it (fast_acting.py): the explorer's numpy forward on
-    pre-drawn noise, the env's own numpy step, the buffer's numpy write."""
-    explorer, (draw,) = agent.fast_explorer(), agent.exploration_draws(1, env.num_envs)
+    """The same step as the fast acting path takes it (speed/numpy_exploration.py): the explorer's numpy
+    forward on pre-drawn noise, the env's own numpy step, the buffer's numpy write."""
+    exploration = NumpyExploration(agent)
+    explorer, (draw,) = exploration.explorer(), exploration.draws(1, env.num_envs)
     obs_array = obs.numpy()
     action = explorer(obs_array, *draw)
     step = env.step(action)

@@ -12,6 +12,7 @@ import torch
 from thrust_app.envs.batched import make_batched
 from thrust_app.envs.tensors import EnvIO
 from thrust_app.nets.policies import QNetwork
+from thrust_app.speed.switches import apply_speed
 
 
 @pytest.fixture
@@ -60,7 +61,7 @@ def run_iterations():
         config = algo_cls.Config(n_envs=n_envs, **settings)
         agent = algo_cls(env.observation_space.shape, env.action_space, config, torch.device(device), seed=0)
         agent.apply_schedules(1.0)
-        agent.prepare(env)
+        apply_speed(agent, env)
         env_io = EnvIO(torch.device(device))
         obs, stats = env_io.reset(env), {}
         for _ in range(iterations):

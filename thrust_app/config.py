@@ -41,6 +41,25 @@ def check_range(name: str, value: float, ge: float | None, gt: float | None, le:
     raise ConfigError(f"{name} must be {bound}, got {value}")
 
 
+#: The `backward` setting's help for A2C and PPO (the speed switch that replaces their gradient step).
+ON_POLICY_BACKWARD_HELP = (
+    "how gradients are computed: fast (speed/actor_critic_backward.py, written out; vector observations) or "
+    "autograd (loss.backward(), the reference); both give the same gradients"
+)
+#: The `backward` setting's help for DQN and SAC (the speed switch that replaces their update).
+OFF_POLICY_BACKWARD_HELP = (
+    "how an update's gradients are computed: fast (speed/dqn_backward.py / sac_backward.py, written out in torch; "
+    "vector observations), compiled (speed/numba_dqn.py / numba_sac.py, the same steps compiled by numba; CPU, "
+    "compiles once per machine) or autograd (the losses then loss.backward(), the reference); all give the same gradients"
+)
+#: The `cuda_graphs` setting's help, one text for every algorithm that has it.
+CUDA_GRAPHS_HELP = (
+    "capture the update as a CUDA graph after its first step and replay it (speed/cuda_graphs.py; needs --device cuda, "
+    "backward=fast and constant schedules; otherwise a note says why and the update runs eagerly); PPO also "
+    "captures each rollout's collection when the env's arrays are on the GPU (--env-backend torch)"
+)
+
+
 @dataclasses.dataclass
 class AlgoConfig:
     """Fields every algorithm has."""
@@ -52,7 +71,7 @@ class AlgoConfig:
     hidden: tuple[int, ...] = param((64, 64), "hidden layer sizes of the MLPs (image observations use a CNN)")
     acting: Literal["fast", "torch"] = param(
         "fast",
-        "how the policy acts while collecting experience: fast (fast_acting.py: its forward in numpy, an "
+        "how the policy acts while collecting experience: fast (speed/numpy_acting.py: its forward in numpy, an "
         "iteration's noise drawn at once; vector observations, numpy env, CPU) or torch (the reference); both act alike",
     )
 

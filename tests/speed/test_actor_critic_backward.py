@@ -17,6 +17,7 @@ from thrust_app.envs.tensors import EnvIO
 from thrust_app.nets.policies import ActorCritic
 from thrust_app.speed import actor_critic_backward as fast_actor_critic
 from thrust_app.speed.actor_critic_backward import fast_backward, unsupported_reason
+from thrust_app.speed.switches import choose_backward
 
 
 def reference_gradients(net, obs, actions, loss_fn):
@@ -104,13 +105,13 @@ def test_image_observations_fall_back_to_autograd_with_a_note():
     assert "CNN" in unsupported_reason(net)
     env = make_batched("snake", 1, seed=0)
     algo = PPO(env.observation_space.shape, env.action_space, PPOConfig(), torch.device("cpu"), seed=0)
-    assert not algo.use_fast_backward
+    assert choose_backward(algo) == "autograd"
     assert any("falls back to autograd" in note for note in algo.notes)
 
 
 def test_a_written_out_gradient_that_disagrees_with_the_loss_falls_back_with_a_warning(monkeypatch):
     """As after an edit of ppo_loss that the written-out gradient did not follow."""
-    name = "thrust_app.algos.ppo.ppo_loss"
+    name = ppo_loss
     right = fast_actor_critic.WRITTEN_OUT[name]
 
     def stale(*args, **kwargs):

@@ -11,6 +11,7 @@ from thrust_app.algos import DQN, PPO, SAC
 from thrust_app.envs.batched import make_batched
 from thrust_app.envs.tensors import EnvIO
 from thrust_app.speed.cuda_graphs import collection_unavailable_reason, same_device, unavailable_reason
+from thrust_app.speed.switches import apply_speed
 
 OFF_POLICY = {"hidden": (32, 32), "learning_starts": 40, "batch_size": 16}
 # 4 envs x 16 steps = 64 samples in minibatches of 24, 24 and 16: the short last one runs eagerly
@@ -21,6 +22,11 @@ RUNS = {
     "ppo": (PPO, "cartpole", 4, 4, ON_POLICY),
 }
 NEEDS_CUDA = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device (run by benches/gpu_check.sh)")
+
+
+def graph_of(algo):
+    """The graph wrapper of the algorithm's update step (PPO: its minibatch step)."""
+    return algo.speed.graphed["step_minibatch" if isinstance(algo, PPO) else "update"]
 
 
 def flat_parameters(algo) -> torch.Tensor:
@@ -34,9 +40,7 @@ def test_on_the_cpu_the_switch_is_refused_in_one_line_and_the_run_is_unchanged(r
     captured, _ = run_iterations(algo_cls, env, iterations, n_envs, cuda_graphs=True, **settings)
     notes = [note for note in captured.notes if "cuda_graphs" in note]
     assert len(notes) == 1 and "\n" not in notes[0] and "CUDA device" in notes[0], captured.notes
-    assert captured.graphed_update.captured is None
-    if isinstance(captured, PPO):
-        assert captured.graphed_collection.captured is None
+    assert captured.speed.graphed == {}
     eager, _ = run_iterations(algo_cls, env, iterations, n_envs, **settings)
     assert torch.equal(flat_parameters(captured), flat_parameters(eager))
 
@@ -76,7 +80,7 @@ def test_devices_are_one_by_type_and_cuda_index():
 def test_the_captured_update_takes_the_eager_updates_steps(run_iterations, algo):
     algo_cls, env, iterations, n_envs, settings = RUNS[algo]
     captured, _ = run_iterations(algo_cls, env, iterations, n_envs, device="cuda", cuda_graphs=True, **settings)
-    assert captured.graphed_update.captured is not None
+    assert graph_of(captured).captured is not None
     eager, _ = run_iterations(algo_cls, env, iterations, n_envs, device="cuda", **settings)
     torch.testing.assert_close(flat_parameters(captured), flat_parameters(eager), atol=1e-5, rtol=1e-4)
 
@@ -85,7 +89,7 @@ def test_the_captured_update_takes_the_eager_updates_steps(run_iterations, algo)
 def test_the_captured_sac_update_learns_like_the_eager_one(run_iterations):
     algo_cls, env, iterations, n_envs, settings = RUNS["sac"]
     captured, _ = run_iterations(algo_cls, env, iterations + 20, n_envs, device="cuda", cuda_graphs=True, **settings)
-    assert captured.graphed_update.captured is not None
+    assert graph_of(captured).captured is not None
     eager, _ = run_iterations(algo_cls, env, iterations + 20, n_envs, device="cuda", **settings)
     assert captured.parameters_finite()
     # same batches, same steps; the sampling noise inside the graph comes from the generator's graph-safe
@@ -97,7 +101,7 @@ def test_the_captured_sac_update_learns_like_the_eager_one(run_iterations):
 def test_the_captured_collection_takes_the_eager_steps_and_reads_a_reset_env():
     settings = {**ON_POLICY, "batch_size": 64}
     captured, eager = (run_iterations_on_gpu_envs(graphs, settings) for graphs in (True, False))
-    assert captured.graphed_collection.captured is not None and captured.graphed_update.captured is not None
+    assert captured.speed.graphed["collect_steps"].captured is not None and graph_of(captured).captured is not None
     # the same actions, env states and random draws in every step, or the parameters would be far apart
     torch.testing.assert_close(captured.net.flat, eager.net.flat, atol=1e-5, rtol=1e-4)
 
@@ -110,7 +114,7 @@ def run_iterations_on_gpu_envs(graphs: bool, settings: dict):
     config = PPO.Config(n_envs=16, cuda_graphs=graphs, **settings)
     agent = PPO(env.observation_space.shape, env.action_space, config, device, seed=0)
     agent.apply_schedules(1.0)
-    agent.prepare(env)
+    apply_speed(agent, env)
     env_io = EnvIO(device)
     obs = env_io.reset(env)
     for iteration in range(5):

@@ -11,6 +11,7 @@ from thrust_app.algos.dqn import DQNConfig, dqn_loss
 from thrust_app.envs.core import Discrete
 from thrust_app.nets.policies import QNetwork
 from thrust_app.speed.dqn_backward import fast_dqn_backward, td_loss_gradient, unsupported_reason
+from thrust_app.speed.switches import choose_backward
 
 
 @pytest.mark.parametrize("loss", ["huber", "mse"])
@@ -50,5 +51,5 @@ def test_the_switch_trains_the_same_q_net_either_way(run_iterations):
 def test_image_observations_fall_back_to_autograd_with_a_note():
     assert "CNN" in unsupported_reason(QNetwork((3, 5, 5), 4))
     algo = DQN((3, 5, 5), Discrete(4), DQNConfig(buffer_size=16), torch.device("cpu"), seed=0)
-    assert not algo.use_fast_backward
+    assert choose_backward(algo) == "autograd"
     assert any("falls back to autograd" in note for note in algo.notes)

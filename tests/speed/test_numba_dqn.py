@@ -11,6 +11,7 @@ from thrust_app.algos.dqn import DQNConfig, dqn_loss
 from thrust_app.envs.core import Discrete
 from thrust_app.nets.flat_params import clip_grad_norm_
 from thrust_app.speed.numba_dqn import compiled_dqn_gradient
+from thrust_app.speed.switches import choose_backward
 
 
 @pytest.mark.parametrize("loss", ["huber", "mse"])
@@ -38,12 +39,12 @@ def test_the_switch_trains_the_same_q_net_as_autograd(run_iterations):
     (compiled, stats), (reference, _) = (
         run_iterations(DQN, "cartpole", 64, n_envs=2, backward=way, **settings) for way in ("compiled", "autograd")
     )
-    assert compiled.use_compiled_update and not reference.use_fast_backward
+    assert compiled.speed.backward == "compiled" and reference.speed.backward == "autograd"
     torch.testing.assert_close(compiled.q_net.flat, reference.q_net.flat, atol=1e-5, rtol=1e-4)
     assert stats["q_loss"] > 0
 
 
 def test_image_observations_fall_back_to_autograd_with_a_note():
     algo = DQN((3, 5, 5), Discrete(4), DQNConfig(buffer_size=16, backward="compiled"), torch.device("cpu"), seed=0)
-    assert not algo.use_fast_backward and not algo.use_compiled_update
+    assert choose_backward(algo) == "autograd"
     assert any("backward=compiled falls back to autograd" in note and "CNN" in note for note in algo.notes)

@@ -1,6 +1,6 @@
-"""acting="fast" (fast_acting.py, fast_rollout.py) acts as the torch reference does: the same greedy
-actions, the same squashed-Gaussian and actor-critic samples for the same noise, the same discrete
-rollouts, the current weights after every optimizer step."""
+"""acting="fast" (speed/numpy_acting.py, numpy_rollout.py, numpy_exploration.py) acts as the torch reference does:
+the same greedy actions, the same squashed-Gaussian and actor-critic samples for the same noise, the same
+discrete rollouts, the current weights after every optimizer step."""
 
 from __future__ import annotations
 
@@ -18,6 +18,7 @@ from thrust_app.envs.tensors import EnvIO
 from thrust_app.nets.policies import ActorCritic, QNetwork, SquashedGaussianActor
 from thrust_app.speed.numpy_acting import FastActorCritic, FastEpsilonGreedy, FastSquashedGaussian
 from thrust_app.speed.numpy_rollout import collect_rollout_fast
+from thrust_app.speed.switches import apply_speed
 from thrust_app.training.trainer import train
 
 
@@ -79,6 +80,7 @@ def test_both_acting_paths_fill_the_buffer_alike():
         config = {"learning_starts": 64, "train_freq": 48, "gradient_steps": 2, "batch_size": 16, "acting": acting}
         agent = build_algorithm("dqn", env.env_id, config, torch.device("cpu"), seed=0)
         agent.apply_schedules(1.0)
+        assert apply_speed(agent, env).acting == acting
         io = EnvIO(torch.device("cpu"))
         obs = io.reset(env)
         for _ in range(2):  # 96 then 192 env steps: the second iteration crosses learning_starts
@@ -86,7 +88,6 @@ def test_both_acting_paths_fill_the_buffer_alike():
             obs = iteration.obs
         assert agent.num_timesteps == 192 and agent.buffer.size == 192 and iteration.stats
         buffers[acting] = agent.buffer
-        assert agent.uses_fast_acting(env) == (acting == "fast")
     fast, reference = buffers["fast"], buffers["torch"]
     assert torch.equal(fast.obs[:64], reference.obs[:64])  # the random phase: the same uniform actions
     assert set(fast.actions.unique().tolist()) == {0, 1} and fast.terminated.sum() > 0
@@ -166,6 +167,6 @@ def test_both_rollout_paths_train_ppo_alike_on_pendulum(run_iterations):
     (fast, fast_stats), (reference, reference_stats) = (
         run_iterations(PPO, "pendulum", 1, n_envs=4, acting=way, **settings) for way in ("fast", "torch")
     )
-    assert fast.fast_acting and not reference.fast_acting
+    assert fast.speed.acting == "fast" and reference.speed.acting == "torch"
     for key in ("value_loss", "entropy"):
         assert fast_stats[key] == pytest.approx(reference_stats[key], rel=0.5), key

@@ -1,6 +1,6 @@
-"""The written-out SAC updates, in torch (`backward="fast"`, fast_sac.py) and compiled by numba
-(`backward="compiled"`, compiled_sac.py), give the reference's gradients, losses and steps:
-`SAC.reference_update`'s autograd on the same nets, batch and random draws."""
+"""The written-out SAC updates, in torch (`backward="fast"`, speed/sac_backward.py) and compiled by numba
+(`backward="compiled"`, speed/numba_sac.py), give the reference's gradients, losses and steps:
+`SAC.optimize`'s autograd on the same nets, batch and random draws."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ import torch
 
 from thrust_app.algos import SAC, SACConfig
 from thrust_app.envs.core import Box
+from thrust_app.speed.switches import choose_backward
 
 SPACE = Box((-2.0, -0.5), (1.0, 3.0), (2,))  # uneven bounds: the rescaling's factor is not 1
 
@@ -17,6 +18,7 @@ def make_sac(backward: str, hidden: tuple[int, ...], auto_alpha: bool = True) ->
     torch.manual_seed(0)
     config = SACConfig(hidden=hidden, auto_alpha=auto_alpha, init_alpha=0.3, batch_size=40, backward=backward)
     sac = SAC((5,), SPACE, config, torch.device("cpu"), seed=0)
+    assert choose_backward(sac) == backward
     generator = torch.Generator().manual_seed(1)
     n = 100
     sac.buffer.add(
@@ -54,7 +56,6 @@ WAYS = ["fast", "compiled"]
 def test_one_written_out_update_equals_the_reference(way, hidden, auto_alpha):
     want = after_steps(make_sac("autograd", hidden, auto_alpha), 1)
     sac = make_sac(way, hidden, auto_alpha)
-    assert sac.use_compiled_update == (way == "compiled")
     got = after_steps(sac, 1)
     for key, value in want.items():
         if value is None:  # log_alpha's gradient without auto_alpha
@@ -85,11 +86,11 @@ def test_the_switch_trains_the_same_policy_on_pendulum(way, run_iterations):
 @pytest.mark.parametrize("way", WAYS)
 def test_image_observations_fall_back_to_autograd_with_a_note(way):
     sac = SAC((3, 5, 5), SPACE, SACConfig(buffer_size=16, backward=way), torch.device("cpu"), seed=0)
-    assert not sac.use_fast_backward and not sac.use_compiled_update
+    assert choose_backward(sac) == "autograd"
     assert any(f"backward={way} falls back to autograd" in note for note in sac.notes)
 
 
 def test_an_actor_without_hidden_layers_runs_the_torch_update_with_a_note():
     sac = SAC((5,), SPACE, SACConfig(buffer_size=16, hidden=(), backward="compiled"), torch.device("cpu"), seed=0)
-    assert sac.use_fast_backward and not sac.use_compiled_update
+    assert choose_backward(sac) == "fast"
     assert any("backward=compiled falls back to fast" in note and "hidden" in note for note in sac.notes)

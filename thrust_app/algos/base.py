@@ -1,9 +1,15 @@
 """What the trainer needs of an algorithm: schedules set from training progress, one `iteration`
-(collect, then learn), a deterministic policy to evaluate and export, and state to checkpoint."""
+(collect, then learn), a deterministic policy to evaluate and export, and state to checkpoint.
+
+An algorithm is written as its reference: torch acting and autograd updates. Its steps are plain
+methods (on-policy `collect_steps`, `backward`, `optimizer_step`, PPO's `step_minibatch`; off-policy
+`act`, `update`, SAC's `optimize`), so that the speed layer (`thrust_app/speed/switches.py`) can put a
+fast, compiled or graphed form of a step in its place on one instance; no algorithm imports it."""
 
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
@@ -15,8 +21,6 @@ from ..envs.core import Box, Discrete
 from ..envs.tensors import EnvIO
 from ..envs.vec import VecEnv
 from ..nets.flat_params import FlatParameters, flat_optimizer_state
-from ..speed.cuda_graphs import unavailable_reason
-from ..speed.numpy_acting import unsupported_reason
 
 
 class ActionSpaceError(ValueError):
@@ -41,8 +45,6 @@ class Algorithm(ABC):
     Config: ClassVar[type[AlgoConfig]]
     #: The action spaces it can act in.
     supports: ClassVar[tuple[type, ...]] = (Discrete, Box)
-    #: Whether updates take the written-out backward (each algorithm sets it through `choose_backward`).
-    use_fast_backward: bool
 
     def __init__(
         self, obs_shape: tuple[int, ...], action_space: Discrete | Box, config: AlgoConfig, device: torch.device, seed: int
@@ -60,8 +62,11 @@ class Algorithm(ABC):
         self.learning_rate: float = config.learning_rate
         #: Things the user should know about how this run computes (a fallback taken, say); printed at start.
         self.notes: list[str] = []
-        #: Whether iterations act through fast_acting.py; None until `prepare` has seen the env.
-        self.fast_acting: bool | None = None
+        #: Called after `load_state_dict` (a captured CUDA graph then captures again: the optimizers' state
+        #: tensors were replaced).
+        self.after_load: list[Callable[[], None]] = []
+        #: What the speed layer chose for this instance (speed/switches.py); None: the reference throughout.
+        self.speed: Any = None
 
     @classmethod
     def check_fits(cls, action_space: Discrete | Box, env_id: str) -> None:
@@ -82,27 +87,6 @@ class Algorithm(ABC):
             if isinstance(part, torch.optim.Optimizer):
                 set_learning_rate(part, learning_rate)
 
-    def choose_backward(self, unsupported: str | None) -> bool:
-        """Whether updates take the written-out backward: asked for (`backward="fast"`, a setting every
-        algorithm's config has, or DQN's and SAC's `backward="compiled"`, which builds on it) and possible
-        (`unsupported` is None); a refusal becomes a note."""
-        if self.config.backward == "autograd":
-            return False
-        if unsupported:
-            self.notes.append(f"backward={self.config.backward} falls back to autograd: {unsupported}")
-        return unsupported is None
-
-    def choose_graphs(self, asked: bool, schedules: dict[str, str]) -> bool:
-        """Whether updates are captured as CUDA graphs: `asked` (the `cuda_graphs` setting of the algorithms
-        that have one) and possible on this run (cuda_graph.unavailable_reason, given its `schedules`); a
-        refusal becomes a note."""
-        if not asked:
-            return False
-        reason = unavailable_reason(self.device, self.use_fast_backward, schedules)
-        if reason:
-            self.notes.append(f"cuda_graphs=True is unavailable: {reason}")
-        return reason is None
-
     def updated_tensors(self) -> list[torch.Tensor]:
         """Every tensor an update changes in place: the nets' flat buffers, the optimizers' parameters and
         state (what a captured update must restore after its warm-up calls)."""
@@ -116,21 +100,6 @@ class Algorithm(ABC):
                         tensors[id(param)] = param
                         tensors |= {id(value): value for value in part.state[param].values() if torch.is_tensor(value)}
         return list(tensors.values())
-
-    def prepare(self, env: VecEnv) -> None:
-        """Called once with the env a run steps, before training: decide on fast acting for it (a refusal
-        becomes a note); algorithms add their own choices."""
-        asked = self.config.acting == "fast"
-        reason = unsupported_reason(self.obs_shape, env, self.device) if asked else "not asked"
-        self.fast_acting = reason is None
-        if asked and reason:
-            self.notes.append(f"acting=fast falls back to torch: {reason}")
-
-    def uses_fast_acting(self, env: VecEnv) -> bool:
-        """Whether iterations on `env` act through fast_acting.py (decided once, by `prepare`)."""
-        if self.fast_acting is None:  # called without the trainer's prepare (benches, tests)
-            self.prepare(env)
-        return self.fast_acting
 
     @abstractmethod
     def iteration(self, env: VecEnv, env_io: EnvIO, obs: torch.Tensor) -> Iteration:
@@ -169,6 +138,8 @@ class Algorithm(ABC):
             part.load_state_dict(saved)
         self.load_generator_state(state["generator"])
         self.num_timesteps = state["num_timesteps"]
+        for hook in self.after_load:
+            hook()
 
     def load_generator_state(self, saved: torch.Tensor) -> None:
         """Continue the saved random stream, when it comes from the same kind of device. A CUDA generator's

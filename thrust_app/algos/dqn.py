@@ -10,7 +10,6 @@ import copy
 from dataclasses import dataclass
 from typing import Literal
 
-import numpy as np
 import torch
 from torch import nn
 
@@ -18,9 +17,6 @@ from ..config import param
 from ..envs.core import Discrete
 from ..nets.flat_params import clip_grad_norm_
 from ..nets.policies import QNetwork
-from ..speed.dqn_backward import fast_dqn_backward, unsupported_reason
-from ..speed.mlp_backward import adam_step
-from ..speed.numpy_acting import FastEpsilonGreedy
 from .off_policy import OffPolicyAlgorithm, OffPolicyConfig, polyak
 from .replay import Batch
 
@@ -78,9 +74,6 @@ class DQN(OffPolicyAlgorithm):
         self.optimizer = torch.optim.Adam([self.q_net.flat], lr=config.learning_rate, fused=True)
         self.exploration_rate = config.exploration_initial_eps
         self._last_target_update = 0
-        self._fast_explorer: FastEpsilonGreedy | None = None
-        self.use_fast_backward = self.choose_backward(unsupported_reason(self.q_net))
-        self.use_compiled_update = self.choose_compiled()
 
     @property
     def policy(self) -> QNetwork:
@@ -111,38 +104,14 @@ class DQN(OffPolicyAlgorithm):
         explore = torch.rand(obs.shape[0], generator=self.generator, device=self.device) < self.exploration_rate
         return torch.where(explore, self.random_actions(obs.shape[0]), greedy)
 
-    def fast_explorer(self):
-        if self._fast_explorer is None:
-            self._fast_explorer = FastEpsilonGreedy(self.q_net)
-        explorer, epsilon = self._fast_explorer, self.exploration_rate
-        return lambda obs, uniform, random_action: explorer(obs, uniform, random_action, epsilon)
-
-    def exploration_draws(self, steps: int, n: int) -> list[tuple[np.ndarray, ...]]:
-        uniform = torch.rand((steps, n), generator=self.generator, device=self.device).numpy()
-        random_action = self.random_actions(steps * n).reshape(steps, n).numpy()
-        return list(zip(uniform, random_action, strict=True))
-
     def update(self, batch: Batch) -> dict[str, torch.Tensor]:
+        """One gradient step on the TD loss, its gradient clipped to max_grad_norm; returns the loss."""
         config = self.config
-        if self.use_compiled_update:  # gradient and clip in one compiled call
-            from ..speed.numba_dqn import compiled_dqn_gradient  # numba loads only when asked for (0.3 s)
-
-            loss = compiled_dqn_gradient(
-                self.q_net, self.target_net, batch, config.gamma, config.double_dqn, config.loss, config.max_grad_norm
-            )
-            adam_step(self.optimizer)
-            return {"q_loss": torch.tensor(loss)}
-        if self.use_fast_backward:
-            loss = fast_dqn_backward(self.q_net, self.target_net, batch, config.gamma, config.double_dqn, config.loss)
-        else:
-            loss = dqn_loss(self.q_net, self.target_net, batch, config.gamma, config.double_dqn, config.loss)
-            self.q_net.zero_grad()
-            loss.backward()
+        loss = dqn_loss(self.q_net, self.target_net, batch, config.gamma, config.double_dqn, config.loss)
+        self.q_net.zero_grad()
+        loss.backward()
         clip_grad_norm_(self.q_net.flat, config.max_grad_norm)
-        if self.use_fast_backward:
-            adam_step(self.optimizer)  # the same fused kernel, without the generic step's bookkeeping
-        else:
-            self.optimizer.step()
+        self.optimizer.step()
         return {"q_loss": loss.detach()}
 
     def extra_stats(self) -> dict[str, float]:

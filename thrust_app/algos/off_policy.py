@@ -5,18 +5,13 @@ from __future__ import annotations
 
 import dataclasses
 from abc import abstractmethod
-from collections.abc import Sequence
-from typing import Any, Literal
+from typing import Literal
 
-import numpy as np
 import torch
-from torch import nn
 
-from ..config import AlgoConfig, check_memory, param
+from ..config import CUDA_GRAPHS_HELP, OFF_POLICY_BACKWARD_HELP, AlgoConfig, check_memory, param
 from ..envs.core import Box
 from ..nets.flat_params import FlatParameters
-from ..speed import numba_nets as compiled_nets
-from ..speed.cuda_graphs import CUDA_GRAPHS_HELP, GraphedStep
 from .base import Algorithm, Iteration
 from .replay import Batch, ReplayBuffer
 
@@ -32,13 +27,7 @@ class OffPolicyConfig(AlgoConfig):
     gradient_steps: int = param(1, "gradient steps per learning phase", ge=1)
     tau: float = param(0.005, "target network update weight (1.0 = hard copy)", gt=0, le=1)
     cuda_graphs: bool = param(False, CUDA_GRAPHS_HELP)
-    backward: Literal["fast", "compiled", "autograd"] = param(
-        "fast",
-        "how an update's gradients are computed: fast (fast_dqn.py / fast_sac.py, written out in torch; vector "
-        "observations), compiled (compiled_dqn.py / compiled_sac.py, the same steps compiled by numba; CPU, "
-        "compiles once per machine) or autograd (the losses then loss.backward(), the reference); all give the "
-        "same gradients",
-    )
+    backward: Literal["fast", "compiled", "autograd"] = param("fast", OFF_POLICY_BACKWARD_HELP)
 
     def check_fits(self, timesteps: int, obs_size: int) -> None:
         """The replay buffer and the envs must fit the machine's memory."""
@@ -55,13 +44,9 @@ class OffPolicyAlgorithm(Algorithm):
     once `learning_starts` env steps have been collected."""
 
     config: OffPolicyConfig
-    #: Whether updates run compiled by numba (each algorithm sets it through `choose_compiled`).
-    use_compiled_update: bool
 
     def __init__(self, obs_shape, action_space, config: OffPolicyConfig, device, seed) -> None:
         super().__init__(obs_shape, action_space, config, device, seed)
-        #: `update`, eager or captured as a CUDA graph at the second gradient step (`cuda_graphs`).
-        self.graphed_update = GraphedStep(self.update, self.updated_tensors)
         continuous = isinstance(action_space, Box)
         self.buffer = ReplayBuffer(
             config.buffer_size,
@@ -76,22 +61,12 @@ class OffPolicyAlgorithm(Algorithm):
         """The behaviour policy's actions for a batch of observations."""
 
     @abstractmethod
-    def fast_explorer(self) -> Any:
-        """The behaviour policy in numpy (fast_acting.py), called as `explorer(obs, *draws)`."""
-
-    @abstractmethod
-    def exploration_draws(self, steps: int, n: int) -> list[tuple[np.ndarray, ...]]:
-        """The random numbers `steps` calls of the fast explorer take for n envs, drawn at once from the
-        algorithm's generator: one tuple per step."""
-
-    @abstractmethod
     def update(self, batch: Batch) -> dict[str, torch.Tensor]:
         """One gradient step on `batch` (obs, actions, rewards, next obs, terminated); returns detached losses."""
 
     def train_step(self) -> dict[str, torch.Tensor]:
-        """One gradient step on a minibatch sampled from the buffer: eager, or replayed from a CUDA graph
-        captured at the second step (`cuda_graphs`)."""
-        return self.graphed_update(self.buffer.sample(self.config.batch_size, self.generator))
+        """One gradient step on a minibatch sampled from the buffer."""
+        return self.update(self.buffer.sample(self.config.batch_size, self.generator))
 
     def stateful_parts(self):
         return {"buffer": self.buffer}
@@ -104,38 +79,13 @@ class OffPolicyAlgorithm(Algorithm):
             return low + uniform * (high - low)
         return torch.randint(0, space.n, (n,), generator=self.generator, device=self.device)
 
-    def choose_compiled(self, stacks: Sequence[nn.Module] = ()) -> bool:
-        """Whether updates run compiled (`backward="compiled"`): asked for, the written-out update possible
-        (`use_fast_backward`, which `choose_backward` decided) and the nets ones the kernels serve (on the
-        CPU; each of `stacks` with a linear layer); a refusal becomes a note, and the update is then the
-        written-out torch one. numba itself loads with the first compiled update."""
-        if self.config.backward != "compiled" or not self.use_fast_backward:
-            return False
-        reason = compiled_nets.unsupported_reason(self.device, self.policy.flat.dtype, stacks)
-        if reason:
-            self.notes.append(f"backward=compiled falls back to fast: {reason}")
-            return False
-        compiled_nets.limit_blas_threads(torch.get_num_threads())
-        return True
-
-    def prepare(self, env) -> None:
-        """Decide on fast acting for this env, and on capturing the update; a refusal becomes a note."""
-        super().prepare(env)
-        self.graphed_update.enabled = self.choose_graphs(self.config.cuda_graphs, {"lr_schedule": self.config.lr_schedule})
-
-    def load_state_dict(self, state) -> None:
-        super().load_state_dict(state)
-        self.graphed_update.forget()  # loading replaced the optimizers' state tensors: capture again
-
     def iteration(self, env, env_io, obs) -> Iteration:
-        if self.uses_fast_acting(env):
-            returns, lengths, obs = self.act_fast(env, obs)
-        else:
-            returns, lengths, obs = self.act(env, env_io, obs)
+        returns, lengths, obs = self.act(env, env_io, obs)
         return self.learn(env, obs, returns, lengths)
 
     def act(self, env, env_io, obs) -> tuple[list[float], list[int], torch.Tensor]:
-        """`train_freq` steps of every env into the buffer, acting through torch (the reference)."""
+        """`train_freq` steps of every env into the buffer, acting through torch; returns the finished
+        episodes' returns and lengths and the observation to go on from."""
         config = self.config
         returns, lengths = [], []
         for _ in range(config.train_freq):
@@ -154,33 +104,6 @@ class OffPolicyAlgorithm(Algorithm):
             self.num_timesteps += env.num_envs
             self.after_env_step()
         return returns, lengths, obs
-
-    def act_fast(self, env, obs: torch.Tensor) -> tuple[list[float], list[int], torch.Tensor]:
-        """The same steps with numpy end to end: the explorer's forward, the env's own arrays, the buffer's
-        numpy views; the random numbers of all `train_freq` steps drawn at once."""
-        config, n = self.config, env.num_envs
-        returns, lengths = [], []
-        obs_array = obs.numpy()
-        # the first steps act at random while fewer than learning_starts env steps are collected, as in `act`
-        random_steps = min(config.train_freq, max(0, -(-(config.learning_starts - self.num_timesteps) // n)))
-        uniform_actions = None  # drawn only while some steps act at random: an empty draw still costs ~30 us
-        if random_steps:
-            uniform_actions = self.random_actions(random_steps * n).numpy()
-            uniform_actions = uniform_actions.reshape(random_steps, n, *uniform_actions.shape[1:])
-        draws = self.exploration_draws(config.train_freq - random_steps, n)
-        explorer = self.fast_explorer() if draws else None
-        for index in range(config.train_freq):
-            action = uniform_actions[index] if index < random_steps else explorer(obs_array, *draws[index - random_steps])
-            step = env.step(action)
-            self.buffer.add_arrays(obs_array, action, step.reward, step.final_obs, step.terminated)
-            done = step.terminated | step.truncated
-            if done.any():
-                returns += step.episode_return[done].tolist()
-                lengths += step.episode_length[done].tolist()
-            obs_array = step.obs
-            self.num_timesteps += n
-            self.after_env_step()
-        return returns, lengths, torch.from_numpy(obs_array)
 
     def learn(self, env, obs: torch.Tensor, returns: list[float], lengths: list[int]) -> Iteration:
         """`gradient_steps` calls of `train_step` once `learning_starts` env steps are in the buffer."""

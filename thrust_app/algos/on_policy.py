@@ -5,20 +5,19 @@ from __future__ import annotations
 
 import dataclasses
 from abc import abstractmethod
+from collections.abc import Callable
 from typing import Literal
 
 import torch
 
-from ..config import AlgoConfig, ConfigError, check_memory, param
+from ..config import ON_POLICY_BACKWARD_HELP, AlgoConfig, ConfigError, check_memory, param
 from ..nets.flat_params import clip_grad_norm_
 from ..nets.policies import ActorCritic
-from ..speed.actor_critic_backward import ActorCriticLoss, fast_backward, unsupported_reason
-from ..speed.cuda_graphs import GraphedCollection, collection_unavailable_reason
-from ..speed.mlp_backward import adam_step
-from ..speed.numpy_acting import FastActorCritic
-from ..speed.numpy_rollout import collect_rollout_fast
 from .base import Algorithm, Iteration
 from .rollout import CollectedSteps, Rollout, collect_steps, compute_gae, make_rollout
+
+#: `loss_fn(log_prob, entropy, value) -> (loss, logs)`: what `optimize` minimises (a2c_loss, ppo_loss).
+ActorCriticLoss = Callable[[torch.Tensor, torch.Tensor, torch.Tensor], tuple[torch.Tensor, torch.Tensor]]
 
 
 @dataclasses.dataclass
@@ -39,11 +38,7 @@ class OnPolicyConfig(AlgoConfig):
     max_grad_norm: float = param(0.5, "gradient norm clip", gt=0)
     activation: Literal["tanh", "relu"] = param("tanh", "MLP activation")
     log_std_init: float = param(0.0, "initial log std of the Gaussian policy (Box actions)")
-    backward: Literal["fast", "autograd"] = param(
-        "fast",
-        "how gradients are computed: fast (fast_actor_critic.py, written out; vector observations) or "
-        "autograd (loss.backward(), the reference); both give the same gradients",
-    )
+    backward: Literal["fast", "autograd"] = param("fast", ON_POLICY_BACKWARD_HELP)
 
     def check_fits(self, timesteps: int, obs_size: int) -> None:
         """One rollout must fit the budget and the machine's memory."""
@@ -69,10 +64,6 @@ class OnPolicyAlgorithm(Algorithm):
         super().__init__(obs_shape, action_space, config, device, seed)
         self.net = ActorCritic(obs_shape, action_space, config.hidden, config.activation, config.log_std_init).to(device)
         self.optimizer = self.make_optimizer()
-        self.use_fast_backward = self.choose_backward(unsupported_reason(self.net))
-        self._fast_actor: FastActorCritic | None = None
-        #: `collect_steps`, eager or captured as a CUDA graph at the second rollout (`cuda_graphs`, env on the GPU).
-        self.graphed_collection = GraphedCollection(self.collect_steps)
 
     @abstractmethod
     def make_optimizer(self) -> torch.optim.Optimizer:
@@ -92,41 +83,28 @@ class OnPolicyAlgorithm(Algorithm):
     def optimize(self, obs: torch.Tensor, actions: torch.Tensor, loss_fn: ActorCriticLoss) -> torch.Tensor:
         """One optimizer step on `loss_fn(log_prob, entropy, value)` at (obs, actions), gradients clipped to
         `max_grad_norm`; returns the logs `loss_fn` reports."""
-        if self.use_fast_backward:
-            logs = fast_backward(self.net, obs, actions, loss_fn)
-        else:
-            self.net.zero_grad()
-            loss, logs = loss_fn(*self.net.evaluate_actions(obs, actions))
-            loss.backward()
+        logs = self.backward(obs, actions, loss_fn)
         clip_grad_norm_(self.net.flat, self.config.max_grad_norm)
-        if self.use_fast_backward:
-            adam_step(self.optimizer)  # the same fused kernel, without the generic step's bookkeeping
-        else:
-            self.optimizer.step()
+        self.optimizer_step()
         return logs.detach()
 
-    def choose_collection_graphs(self, asked: bool, env) -> bool:
-        """Whether rollouts on `env` are captured as CUDA graphs: `asked` (`cuda_graphs`), on a CUDA device
-        (`choose_graphs` notes otherwise), with the env's arrays there; a refusal becomes a note."""
-        if not asked or self.device.type != "cuda":
-            return False
-        reason = collection_unavailable_reason(env, self.device)
-        if reason:
-            self.notes.append(f"cuda_graphs=True leaves the rollout's collection eager: {reason}")
-        return reason is None
+    def backward(self, obs: torch.Tensor, actions: torch.Tensor, loss_fn: ActorCriticLoss) -> torch.Tensor:
+        """The net's gradients of `loss_fn(log_prob, entropy, value)` at (obs, actions), by autograd; the logs."""
+        self.net.zero_grad()
+        loss, logs = loss_fn(*self.net.evaluate_actions(obs, actions))
+        loss.backward()
+        return logs
+
+    def optimizer_step(self) -> None:
+        self.optimizer.step()
 
     def collect(self, env, env_io, obs) -> tuple[Rollout, torch.Tensor]:
-        """`n_steps` of every env with the current policy, through numpy (`acting="fast"`) or torch."""
-        config = self.config
-        if self.uses_fast_acting(env):
-            if self._fast_actor is None:
-                self._fast_actor = FastActorCritic(self.net)
-            return collect_rollout_fast(env, obs, self.net, self._fast_actor, config.n_steps, config.gamma)
-        steps, last_values, obs = self.graphed_collection((env, env_io, obs))
+        """`n_steps` of every env with the current policy; the rollout and the observation to go on from."""
+        steps, last_values, obs = self.collect_steps((env, env_io, obs))
         return make_rollout(steps, last_values), obs
 
     def collect_steps(self, inputs: tuple) -> CollectedSteps:
-        """`rollout.collect_steps` from (env, env_io, obs) with this policy: the step `graphed_collection` runs."""
+        """`rollout.collect_steps` from (env, env_io, obs) with this policy (one tuple: a step a CUDA graph can wrap)."""
         env, env_io, obs = inputs
         return collect_steps(env, env_io, obs, self.net, self.config.n_steps, self.config.gamma)
 

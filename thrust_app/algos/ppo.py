@@ -12,8 +12,7 @@ from typing import Literal, NamedTuple
 
 import torch
 
-from ..config import param, schedule
-from ..speed.cuda_graphs import CUDA_GRAPHS_HELP, GraphedStep
+from ..config import CUDA_GRAPHS_HELP, param, schedule
 from .on_policy import OnPolicyAlgorithm, OnPolicyConfig
 from .rollout import Rollout
 
@@ -73,22 +72,6 @@ class PPO(OnPolicyAlgorithm):
     Config = PPOConfig
     config: PPOConfig
 
-    def __init__(self, obs_shape, action_space, config: PPOConfig, device, seed) -> None:
-        super().__init__(obs_shape, action_space, config, device, seed)
-        #: `step_minibatch`, eager or captured as a CUDA graph at the second minibatch (`cuda_graphs`).
-        self.graphed_update = GraphedStep(self.step_minibatch, self.updated_tensors)
-
-    def prepare(self, env) -> None:
-        super().prepare(env)
-        schedules = {"lr_schedule": self.config.lr_schedule, "clip_schedule": self.config.clip_schedule}
-        self.graphed_update.enabled = self.choose_graphs(self.config.cuda_graphs, schedules)
-        self.graphed_collection.enabled = self.choose_collection_graphs(self.config.cuda_graphs, env)
-
-    def load_state_dict(self, state) -> None:
-        super().load_state_dict(state)
-        self.graphed_update.forget()  # loading replaced the optimizer's state tensors: capture again
-        self.graphed_collection.forget()
-
     def make_optimizer(self) -> torch.optim.Optimizer:
         return torch.optim.Adam([self.net.flat], lr=self.config.learning_rate, eps=1e-5, fused=True)
 
@@ -109,8 +92,9 @@ class PPO(OnPolicyAlgorithm):
                 index = order[start : start + config.batch_size]
                 # index_select: the gather obs[index] does, with about half its dispatch time
                 minibatch = tuple(values.index_select(0, index) for values in (obs, actions, *samples))
-                # a replayed graph returns its own log tensor, which the next replay overwrites: keep a copy
-                logged.append(self.graphed_update(minibatch).clone())
+                # a step replayed from a CUDA graph returns the graph's own log tensor, which the next replay
+                # overwrites: keep a copy
+                logged.append(self.step_minibatch(minibatch).clone())
             if config.target_kl and float(logged[-1][3]) > 1.5 * config.target_kl:
                 break
         return dict(zip(LOG_NAMES, torch.stack(logged).mean(0).tolist(), strict=True))

@@ -7,15 +7,12 @@ import copy
 import math
 from dataclasses import dataclass
 
-import numpy as np
 import torch
 from torch import nn
 
 from ..config import param
 from ..envs.core import Box
 from ..nets.policies import SquashedGaussianActor, TwinQ
-from ..speed.numpy_acting import FastSquashedGaussian
-from ..speed.sac_backward import fast_sac_update, unsupported_reason
 from .off_policy import OffPolicyAlgorithm, OffPolicyConfig, polyak
 from .replay import Batch
 
@@ -39,7 +36,6 @@ class SAC(OffPolicyAlgorithm):
     def __init__(self, obs_shape, action_space: Box, config: SACConfig, device, seed) -> None:
         super().__init__(obs_shape, action_space, config, device, seed)
         self.actor = SquashedGaussianActor(obs_shape, action_space, config.hidden).to(device)
-        self._fast_explorer: FastSquashedGaussian | None = None
         self.critic = TwinQ(obs_shape, action_space, config.hidden).to(device)
         self.critic_target = copy.deepcopy(self.critic).requires_grad_(False)
         self.log_alpha = torch.tensor([math.log(config.init_alpha)], device=device, requires_grad=True)
@@ -48,8 +44,6 @@ class SAC(OffPolicyAlgorithm):
         self.actor_opt = torch.optim.Adam([self.actor.flat], lr=lr, fused=True)
         self.critic_opt = torch.optim.Adam([self.critic.flat], lr=lr, fused=True)
         self.alpha_opt = torch.optim.Adam([self.log_alpha], lr=lr, fused=True)
-        self.use_fast_backward = self.choose_backward(unsupported_reason(obs_shape))
-        self.use_compiled_update = self.choose_compiled(stacks=(self.actor.encoder,))
 
     @property
     def policy(self) -> SquashedGaussianActor:
@@ -77,28 +71,13 @@ class SAC(OffPolicyAlgorithm):
     def explore(self, obs: torch.Tensor) -> torch.Tensor:
         return self.actor.sample(obs)[0]
 
-    def fast_explorer(self) -> FastSquashedGaussian:
-        if self._fast_explorer is None:
-            self._fast_explorer = FastSquashedGaussian(self.actor)
-        return self._fast_explorer
-
-    def exploration_draws(self, steps: int, n: int) -> list[tuple[np.ndarray, ...]]:
-        noise = torch.randn((steps, n, *self.action_space.shape), generator=self.generator, device=self.device)
-        return [(step_noise,) for step_noise in noise.numpy()]
-
     def update(self, batch: Batch) -> dict[str, torch.Tensor]:
-        if self.use_compiled_update:
-            from ..speed.numba_sac import compiled_sac_update  # numba loads only when asked for (0.3 s)
-
-            logs = compiled_sac_update(self, batch)
-        elif self.use_fast_backward:
-            logs = fast_sac_update(self, batch)
-        else:
-            logs = self.reference_update(batch)
+        """The three optimizer steps on `batch`, then the critics' targets follow (Polyak); returns the logs."""
+        logs = self.optimize(batch)
         polyak(self.critic_target, self.critic, self.config.tau)
         return logs
 
-    def reference_update(self, batch: Batch) -> dict[str, torch.Tensor]:
+    def optimize(self, batch: Batch) -> dict[str, torch.Tensor]:
         """The temperature, critic and actor steps on `batch`, each loss through autograd."""
         config = self.config
         obs, actions, rewards, next_obs, terminated = batch

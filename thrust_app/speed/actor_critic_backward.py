@@ -1,6 +1,7 @@
 """The written-out backward pass of ActorCritic: the speed switch of A2C and PPO (`backward="fast"`).
 
-The reference is autograd: `loss, logs = loss_fn(*net.evaluate_actions(obs, actions)); loss.backward()`.
+The reference is `OnPolicyAlgorithm.backward` (algos/on_policy.py), autograd:
+`loss, logs = loss_fn(*net.evaluate_actions(obs, actions)); loss.backward()`.
 Here the gradient of the same loss is computed in two parts:
 
 1. dL/d log_prob, dL/d entropy and dL/d value per sample. For PPO's and A2C's losses these are written
@@ -12,7 +13,7 @@ Here the gradient of the same loss is computed in two parts:
 
 On a net this small autograd's bookkeeping costs more than the math; this path launches about a third
 of the ops. It covers vector observations (TwinTowers); `unsupported_reason` says why anything else
-falls back to autograd. tests/test_fast_actor_critic.py holds it equal to the reference on the
+falls back to autograd. tests/speed/test_actor_critic_backward.py holds it equal to the reference on the
 algorithm files' own losses, so a change to `ppo_loss` that the written-out gradient misses fails there.
 """
 
@@ -26,11 +27,11 @@ from typing import Any
 
 import torch
 
+from ..algos.a2c import a2c_loss
+from ..algos.on_policy import ActorCriticLoss
+from ..algos.ppo import ppo_loss
 from ..nets.policies import ActorCritic, TwinTowers
 from .mlp_backward import activation_backward, matmul
-
-#: An update's loss as a function of the per-sample (log_prob, entropy, value) -> (loss, logs to report).
-ActorCriticLoss = Callable[[torch.Tensor, torch.Tensor, torch.Tensor], tuple[torch.Tensor, torch.Tensor]]
 
 
 def unsupported_reason(net: ActorCritic) -> str | None:
@@ -196,15 +197,15 @@ def loss_gradient(
     The first time a written-out gradient serves a loss in a process, it is checked against autograd
     on that loss; if they disagree (the loss was edited, the written-out form was not), a warning
     says so and that loss keeps autograd on its expression from then on."""
-    name = f"{loss_fn.func.__module__}.{loss_fn.func.__qualname__}" if isinstance(loss_fn, functools.partial) else ""
-    written_out = WRITTEN_OUT.get(name)
+    loss = loss_fn.func if isinstance(loss_fn, functools.partial) else None
+    written_out = WRITTEN_OUT.get(loss)
     if written_out is None:
         return autograd_loss_gradient(loss_fn, log_prob, entropy, value)
     with torch.no_grad():
         result = written_out(log_prob, entropy, value, *loss_fn.args, **loss_fn.keywords)
-    if name not in _CHECKED:
-        _CHECKED[name] = _agrees(result, autograd_loss_gradient(loss_fn, log_prob, entropy, value), name)
-    return result if _CHECKED[name] else autograd_loss_gradient(loss_fn, log_prob, entropy, value)
+    if loss not in _CHECKED:
+        _CHECKED[loss] = _agrees(result, autograd_loss_gradient(loss_fn, log_prob, entropy, value), loss)
+    return result if _CHECKED[loss] else autograd_loss_gradient(loss_fn, log_prob, entropy, value)
 
 
 def autograd_loss_gradient(
@@ -218,11 +219,11 @@ def autograd_loss_gradient(
     return logs.detach(), tuple(grads)
 
 
-#: Loss names whose written-out gradient was checked in this process, and whether it agreed.
-_CHECKED: dict[str, bool] = {}
+#: Losses whose written-out gradient was checked in this process, and whether it agreed.
+_CHECKED: dict[Callable, bool] = {}
 
 
-def _agrees(written: LossGradient, reference: LossGradient, name: str) -> bool:
+def _agrees(written: LossGradient, reference: LossGradient, loss: Callable) -> bool:
     """True when a written-out gradient equals autograd's; otherwise a warning naming the loss."""
     pairs = [(written[0], reference[0]), *zip(written[1], reference[1], strict=True)]
     worst = max(float((torch.as_tensor(got) - want).abs().max()) for got, want in pairs)
@@ -230,7 +231,8 @@ def _agrees(written: LossGradient, reference: LossGradient, name: str) -> bool:
     if worst <= 1e-5 * max(1.0, scale):
         return True
     warnings.warn(
-        f"thrust: the written-out gradient of {name} in fast_actor_critic.py differs from autograd on the loss "
+        f"thrust: the written-out gradient of {loss.__module__}.{loss.__qualname__} in "
+        f"speed/actor_critic_backward.py differs from autograd on the loss "
         f"(max |diff| {worst:.2g}), so the loss changed; using autograd on the loss expression instead. "
         "Update the written-out gradient to get the full speed back.",
         stacklevel=4,
@@ -291,8 +293,5 @@ def _a2c_loss_gradient(
     return logs, (advantages * (-1.0 / n), -config.ent_coef / n, value_error * (2.0 * config.vf_coef / n))
 
 
-#: Written-out gradients of the algorithm files' losses, by the loss function's qualified name.
-WRITTEN_OUT: dict[str, Callable[..., LossGradient]] = {
-    "thrust_app.algos.ppo.ppo_loss": _ppo_loss_gradient,
-    "thrust_app.algos.a2c.a2c_loss": _a2c_loss_gradient,
-}
+#: Written-out gradients of the algorithm files' losses, by loss function.
+WRITTEN_OUT: dict[Callable, Callable[..., LossGradient]] = {ppo_loss: _ppo_loss_gradient, a2c_loss: _a2c_loss_gradient}

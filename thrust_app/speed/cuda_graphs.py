@@ -31,13 +31,6 @@ Step = Callable[[Sequence[Any]], Any]
 #: Eager calls before capture: they let cuBLAS and the allocator settle on a side stream (PyTorch's rule).
 WARMUP_CALLS = 3
 
-#: The `cuda_graphs` setting's help, one text for every algorithm that has it.
-CUDA_GRAPHS_HELP = (
-    "capture the update as a CUDA graph after its first step and replay it (cuda_graph.py; needs --device cuda, "
-    "backward=fast and constant schedules; otherwise a note says why and the update runs eagerly); PPO also "
-    "captures each rollout's collection when the env's arrays are on the GPU (--env-backend torch)"
-)
-
 
 def same_device(first: torch.device, second: torch.device) -> bool:
     """Whether two devices are one: the same type and, for CUDA, the same index (no index: the current one)."""

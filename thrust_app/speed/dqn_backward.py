@@ -1,21 +1,23 @@
 """The written-out DQN update: the speed switch of DQN (`backward="fast"`).
 
-The reference is `dqn_loss(...)` then `loss.backward()` (algos/dqn.py). Here the same gradient is
-computed without autograd: the target y = r + gamma (1 - terminated) Q'(s', a') under no_grad, with the
-online net's forward on s and s' as one batch (double DQN picks a' with the online net), dL/dQ(s, a) of
-the TD loss written out, and the chain rule through the Q-net's layers (fast_mlp.py). On the zoo's
+The reference is `DQN.update` (algos/dqn.py): `dqn_loss(...)`, `loss.backward()`, the clip, Adam's step.
+Here the same gradient is computed without autograd: the target y = r + gamma (1 - terminated) Q'(s', a')
+under no_grad, with the online net's forward on s and s' as one batch (double DQN picks a' with the online
+net), dL/dQ(s, a) of the TD loss written out, and the chain rule through the Q-net's layers (mlp_backward.py). On the zoo's
 64-sample batches of a 256x256 net autograd's bookkeeping costs as much as the matmuls; this path
 launches two thirds of its ops and takes three quarters of its time (benches/update_floor.py).
-tests/test_fast_dqn.py holds it equal to the reference.
+tests/speed/test_dqn_backward.py holds it equal to the reference.
 """
 
 from __future__ import annotations
 
 import torch
 
+from ..algos.dqn import DQN
 from ..algos.replay import Batch
+from ..nets.flat_params import clip_grad_norm_
 from ..nets.policies import QNetwork
-from .mlp_backward import mlp_backward, mlp_forward
+from .mlp_backward import adam_step, mlp_backward, mlp_forward
 
 
 def unsupported_reason(q_net: QNetwork) -> str | None:
@@ -60,3 +62,13 @@ def fast_dqn_backward(
     grad_out = torch.zeros_like(outputs[-1][:n]).scatter_(1, actions.unsqueeze(1), grad_q.unsqueeze(1))
     mlp_backward(q_net, [output[:n] for output in outputs], grad_out)
     return loss_value
+
+
+def fast_dqn_update(dqn: DQN, batch: Batch) -> dict[str, torch.Tensor]:
+    """`DQN.update` with the written-out gradient: the same clip, and the same fused Adam kernel without the
+    generic step's bookkeeping."""
+    config = dqn.config
+    loss = fast_dqn_backward(dqn.q_net, dqn.target_net, batch, config.gamma, config.double_dqn, config.loss)
+    clip_grad_norm_(dqn.q_net.flat, config.max_grad_norm)
+    adam_step(dqn.optimizer)
+    return {"q_loss": loss}

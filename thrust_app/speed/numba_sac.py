@@ -1,34 +1,30 @@
 """The SAC update compiled by numba: the CPU speed switch of SAC (`backward="compiled"`).
 
-The written-out update of fast_sac.py, its steps compiled (compiled_kernels.py) in three calls around
+The written-out update of sac_backward.py, its steps compiled (numba_kernels.py) in three calls around
 torch's fused Adam steps (which stay the optimizers' own): the actor's reparameterised sample at s; the
 temperature's step; the critics' squared TD errors against y = r + gamma (min Q'(s', a') - alpha log
 pi(a' | s')) and their chain rule; the critics' step; the actor's loss through the just-updated critics
-to the action and its chain rule; the actor's step. The noise is torch's, drawn in fast_sac's order, so
-both paths take the same samples. tests/test_fast_sac.py holds both written-out paths equal to the
-reference, `SAC.reference_update`.
+to the action and its chain rule; the actor's step. The noise is torch's, drawn in sac_backward's order, so
+both paths take the same samples. tests/speed/test_sac_backward.py holds both written-out paths equal to the
+reference, `SAC.optimize`.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import torch
 
 from ..algos.replay import Batch
+from ..algos.sac import SAC
 from ..nets.policies import LOG_STD_MAX, LOG_STD_MIN
 from .mlp_backward import adam_step
 from .numba_kernels import actor_gradient, actor_sample, critic_gradient
 from .numba_nets import layer_arrays
 
-if TYPE_CHECKING:
-    from ..algos.sac import SAC
-
 LOG_STD_LIMITS = (LOG_STD_MIN, LOG_STD_MAX)
 
 
 def compiled_sac_update(sac: SAC, batch: Batch) -> dict[str, torch.Tensor]:
-    """One SAC gradient step on `batch` up to the target update, as `SAC.reference_update` does it; returns
+    """One SAC gradient step on `batch` up to the target update, as `SAC.optimize` does it; returns
     the same logs."""
     config, actor = sac.config, sac.actor
     obs, actions, rewards, next_obs, terminated = (tensor.numpy() for tensor in batch)
@@ -40,7 +36,7 @@ def compiled_sac_update(sac: SAC, batch: Batch) -> dict[str, torch.Tensor]:
     critics = tuple(layer_arrays(q_net) for q_net in sac.critic.qs)
     bounds = (actor.low.numpy().reshape(-1), actor.high.numpy().reshape(-1))
 
-    noise = torch.randn(actions.shape).numpy()  # fast_sac's first draw (the sample at s)
+    noise = torch.randn(actions.shape).numpy()  # sac_backward's first draw (the sample at s)
     sample = actor_sample(*actor_params, obs, noise, bounds, LOG_STD_LIMITS)
     if config.auto_alpha:
         # alpha loss -mean(log_alpha (log pi + target entropy)): d / d log_alpha = -mean(log pi + target entropy)

@@ -1,27 +1,24 @@
 """The written-out SAC update: the speed switch of SAC (`backward="fast"`).
 
-The reference is `SAC.reference_update` (algos/sac.py): the temperature, critic and actor losses, each
+The reference is `SAC.optimize` (algos/sac.py): the temperature, critic and actor losses, each
 followed by `loss.backward()`. Here the same steps run in the same order on the same random draws with
 every gradient written out: the squashed Gaussian's reparameterised sample and log-probability, the
 critics' squared TD errors, the actor's loss through the (just updated) critics to the action, and the
-chain rule through each MLP (fast_mlp.py). tests/test_fast_sac.py holds it equal to the reference.
+chain rule through each MLP (mlp_backward.py). tests/speed/test_sac_backward.py holds it equal to the reference.
 """
 
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 import torch
 from torch import nn
 
 from ..algos.replay import Batch
+from ..algos.sac import SAC
 from ..nets.policies import LOG_STD_MAX, LOG_STD_MIN, SquashedGaussianActor, TwinQ, is_image
 from .mlp_backward import adam_step, mlp_backward, mlp_forward
-
-if TYPE_CHECKING:
-    from ..algos.sac import SAC
 
 
 def unsupported_reason(obs_shape: tuple[int, ...]) -> str | None:
@@ -94,7 +91,7 @@ def critic_forward(critic: TwinQ, obs: torch.Tensor, actions: torch.Tensor) -> l
 
 @torch.no_grad()
 def fast_sac_update(sac: SAC, batch: Batch) -> dict[str, torch.Tensor]:
-    """One SAC gradient step on `batch` up to the target update, as `SAC.reference_update` does it; returns
+    """One SAC gradient step on `batch` up to the target update, as `SAC.optimize` does it; returns
     the same logs."""
     config, actor, critic = sac.config, sac.actor, sac.critic
     obs, actions, rewards, next_obs, terminated = batch

@@ -39,6 +39,7 @@ from ..runs.files import (
     truncate_metrics,
 )
 from ..runs.lock import RunLock
+from ..speed.switches import apply_speed
 from .checkpointer import Checkpointer
 from .device import resolve_device
 from .evaluation import evaluate
@@ -119,7 +120,7 @@ class Trainer:
             device=env_device(spec.env_backend, device),
             check_actions=False,
         )
-        self.algo.prepare(self.env)
+        apply_speed(self.algo, self.env)  # the run's speed switches (speed/switches.py)
         self.env_io = EnvIO(device)
         self.obs = self.env_io.reset(self.env)
         threshold = spec.stop_at_return if spec.stop_at_return is not None else solve_threshold(spec.env)
