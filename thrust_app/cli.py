@@ -385,20 +385,8 @@ def add_compare_command(subcommands: argparse._SubParsersAction) -> None:
     cmp.set_defaults(func=_cmd_compare)
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="thrust", description="Thrust: RL training, ONNX export, browser playback.")
-    parser.add_argument("--debug", action="store_true", help="print the traceback of an error, not just its line")
-    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-
-    demo = sub.add_parser("demo", help="play one random episode of each environment and print what happened")
-    demo.add_argument("--seed", type=int, default=0)
-    demo.set_defaults(func=_cmd_demo)
-
-    envs = sub.add_parser("envs", help="list Thrust's environments and their spaces")
-    envs.set_defaults(func=_cmd_envs)
-
-    add_train_command(sub)
-
+def add_eval_command(sub: argparse._SubParsersAction) -> None:
+    """`thrust eval`: a run (torch) or a bundle (onnxruntime)."""
     ev = sub.add_parser("eval", help="evaluate a run or an exported bundle with its deterministic policy")
     ev.add_argument("path", help="a run folder (runs/<name>) or a bundle folder (export/<name>)")
     ev.add_argument("--episodes", type=int, default=10)
@@ -411,12 +399,18 @@ def build_parser() -> argparse.ArgumentParser:
     ev.add_argument("--device", default="cpu", help="torch runtime only")
     ev.set_defaults(func=_cmd_eval)
 
+
+def add_export_command(sub: argparse._SubParsersAction) -> None:
+    """`thrust export`: a run's policy as an ONNX bundle."""
     ex = sub.add_parser("export", help="export a run's policy to an ONNX bundle (policy.onnx + manifest.json)")
     ex.add_argument("run_dir", help="a run folder (runs/<name>)")
     ex.add_argument("--out", help="bundle folder (default: export/<run-name>)")
     ex.add_argument("--force", action="store_true", help="replace a different bundle already in the folder")
     ex.set_defaults(func=_cmd_export)
 
+
+def add_import_command(sub: argparse._SubParsersAction) -> None:
+    """`thrust import`: an SB3 model or a foreign ONNX policy as a bundle."""
     from .interop.onnx_actions import POST_PROCESSING
 
     imp = sub.add_parser(
@@ -447,8 +441,9 @@ def build_parser() -> argparse.ArgumentParser:
     imp.add_argument("--force", action="store_true", help="replace a different bundle already in the folder")
     imp.set_defaults(func=_cmd_import)
 
-    add_compare_command(sub)
 
+def add_sweep_command(sub: argparse._SubParsersAction) -> None:
+    """`thrust sweep`: a sweep file's runs, or the continuation of a sweep."""
     sw = sub.add_parser(
         "sweep",
         help="many runs: an Optuna search (and seeds) over a config, in parallel processes or on Ray",
@@ -464,6 +459,9 @@ def build_parser() -> argparse.ArgumentParser:
     sw.add_argument("--address", help="Ray engine: join the Ray cluster at auto or HOST:PORT (default: a local Ray)")
     sw.set_defaults(func=_cmd_sweep)
 
+
+def add_serve_commands(sub: argparse._SubParsersAction) -> None:
+    """`thrust tb-export`, `thrust app` (the dashboard), `thrust web` and `thrust web build`."""
     tb = sub.add_parser("tb-export", help="write runs' records as TensorBoard events (RUN/tb)")
     tb.add_argument("runs", nargs="+", help="run folders, or folders of runs such as runs/")
     tb.set_defaults(func=_cmd_tb_export)
@@ -483,6 +481,27 @@ def build_parser() -> argparse.ArgumentParser:
     build.add_argument("out", help="the site folder to write (replaced if an earlier build made it)")
     build.add_argument("bundles", nargs="*", help="bundle folders or names under export/ (default: every valid one)")
     build.set_defaults(func=_cmd_web_build)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="thrust", description="Thrust: RL training, ONNX export, browser playback.")
+    parser.add_argument("--debug", action="store_true", help="print the traceback of an error, not just its line")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    demo = sub.add_parser("demo", help="play one random episode of each environment and print what happened")
+    demo.add_argument("--seed", type=int, default=0)
+    demo.set_defaults(func=_cmd_demo)
+
+    envs = sub.add_parser("envs", help="list Thrust's environments and their spaces")
+    envs.set_defaults(func=_cmd_envs)
+
+    add_train_command(sub)
+    add_eval_command(sub)
+    add_export_command(sub)
+    add_import_command(sub)
+    add_compare_command(sub)
+    add_sweep_command(sub)
+    add_serve_commands(sub)
     return parser
 
 

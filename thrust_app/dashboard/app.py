@@ -274,6 +274,11 @@ def new_run_tab() -> None:
     preset = shown_preset(algo, env_name)
     config = apply_overrides(ALGOS[algo].Config(), preset.config)
     load_zoo_settings(algo, env_name, {f.name for f in dataclasses.fields(config)})
+    new_run_form(env_name, algo, preset, config)
+
+
+def new_run_form(env_name: str, algo: str, preset, config) -> None:
+    """The form of a new run's budget, seeds and hyperparameters, filled from `preset` (its `config`)."""
     helps = field_help(type(config))
     with st.form("new-run"):
         timesteps_column, seed_column, seeds_column = st.columns(3)
@@ -780,9 +785,7 @@ def sweep_curves(info, best) -> alt.Chart | None:
 
 
 def sweep_panel(info) -> None:
-    from thrust_app.dashboard import sweeps
-    from thrust_app.runs.compare import compare
-
+    """One sweep: what it searches, its best trial so far, its controls and its trials."""
     spec, best = info.spec, info.best()
     st.caption(
         f"{spec.algo} on {spec.env}, {spec.trials} trials x {spec.seeds} seed(s) x {spec.timesteps:,} steps; metric "
@@ -795,6 +798,15 @@ def sweep_panel(info) -> None:
         st.markdown(
             f"**Best so far**: trial {best.number}, {spec.metric} = {best.score:.4g}" + (f", {settings}" if settings else "")
         )
+    sweep_controls(info)
+    sweep_trials(info, best)
+
+
+def sweep_controls(info) -> None:
+    """Stop a running sweep, or resume one that has trials left."""
+    from thrust_app.dashboard import sweeps
+
+    spec = info.spec
     left, right = st.columns(2)
     done = info.counts().get("complete", 0) + info.counts().get("pruned", 0)
     if info.running and left.button("Stop", key=f"sweep-stop-{info.name}"):
@@ -803,6 +815,14 @@ def sweep_panel(info) -> None:
     if not info.running and done < spec.trials and right.button("Resume", key=f"sweep-resume-{info.name}"):
         sweeps.resume_sweep(info.path)
         st.rerun()
+
+
+def sweep_trials(info, best) -> None:
+    """The sweep's trials: their table and curves, the settings' effects, the seeds' intervals, the log."""
+    from thrust_app.dashboard import sweeps
+    from thrust_app.runs.compare import compare
+
+    spec = info.spec
     trials = pd.DataFrame(
         [
             {

@@ -14,11 +14,34 @@ from abc import abstractmethod
 from typing import Any
 
 from .arrays import BackendName, make_backend
-from .core import Discrete, InvalidActionError, make_core
+from .core import Box, Discrete, InvalidActionError, make_core
 from .core import bandit as bandit_core
 from .core import cartpole as cp
 from .core import pendulum as pd
 from .vec import BatchStep, LoopVecEnv, VecEnv
+
+
+def validate_actions(actions: Any, space: Discrete | Box, num_envs: int, backend: Any) -> None:
+    """An InvalidActionError naming the first env whose action is not of `space` (shape, dtype or bounds)."""
+    xp = backend.xp
+    if isinstance(space, Discrete):
+        if tuple(actions.shape) != (num_envs,):
+            raise InvalidActionError(f"actions have shape {tuple(actions.shape)}; expected ({num_envs},), one int per env")
+        if not xp.isdtype(actions.dtype, "integral"):
+            raise InvalidActionError(f"actions have dtype {actions.dtype}; expected integers in [0, {space.n - 1}]")
+        bad = (actions < 0) | (actions >= space.n)
+        limits = f"[0, {space.n - 1}]"
+    else:
+        expected = (num_envs, *space.shape)
+        if tuple(actions.shape) != expected:
+            raise InvalidActionError(f"actions have shape {tuple(actions.shape)}; expected {expected}")
+        low = backend.asarray(space.low, dtype=actions.dtype)
+        high = backend.asarray(space.high, dtype=actions.dtype)
+        bad = xp.any(~((actions >= low) & (actions <= high)), axis=tuple(range(1, actions.ndim)))
+        limits = f"[{space.low}, {space.high}] (clip to the action space; NaN is never valid)"
+    if bool(xp.any(bad)):
+        index = int(xp.argmax(xp.astype(bad, xp.int8)))
+        raise InvalidActionError(f"action of env {index} is {actions[index].tolist()}, outside {limits}")
 
 
 class ArrayBatchedEnv(VecEnv):
@@ -99,7 +122,7 @@ class ArrayBatchedEnv(VecEnv):
         xp = self.xp
         actions = self.backend.asarray(actions)
         if self.check_actions:
-            self._check(actions)
+            validate_actions(actions, self.action_space, self.num_envs, self.backend)
         if self.scalar_core is not None:
             return self._step_one(actions)
         state, reward, terminated = self._dynamics(self.state, actions)
@@ -161,29 +184,6 @@ class ArrayBatchedEnv(VecEnv):
     def _core_state(self) -> list[float]:
         """The scalar core's state as a state row."""
         return self.scalar_core.state
-
-    def _check(self, actions: Any) -> None:
-        xp, space = self.xp, self.action_space
-        if isinstance(space, Discrete):
-            if tuple(actions.shape) != (self.num_envs,):
-                raise InvalidActionError(
-                    f"actions have shape {tuple(actions.shape)}; expected ({self.num_envs},), one int per env"
-                )
-            if not xp.isdtype(actions.dtype, "integral"):
-                raise InvalidActionError(f"actions have dtype {actions.dtype}; expected integers in [0, {space.n - 1}]")
-            bad = (actions < 0) | (actions >= space.n)
-            limits = f"[0, {space.n - 1}]"
-        else:
-            expected = (self.num_envs, *space.shape)
-            if tuple(actions.shape) != expected:
-                raise InvalidActionError(f"actions have shape {tuple(actions.shape)}; expected {expected}")
-            low = self.backend.asarray(space.low, dtype=actions.dtype)
-            high = self.backend.asarray(space.high, dtype=actions.dtype)
-            bad = xp.any(~((actions >= low) & (actions <= high)), axis=tuple(range(1, actions.ndim)))
-            limits = f"[{space.low}, {space.high}] (clip to the action space; NaN is never valid)"
-        if bool(xp.any(bad)):
-            index = int(xp.argmax(xp.astype(bad, xp.int8)))
-            raise InvalidActionError(f"action of env {index} is {actions[index].tolist()}, outside {limits}")
 
 
 class BatchedBandit(ArrayBatchedEnv):

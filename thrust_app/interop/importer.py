@@ -160,6 +160,22 @@ def onnx_parity(source: Path, bundle: Bundle, source_output: str, post: str, act
     return report
 
 
+def load_foreign_onnx(source: Path, env_id: str, obs_shape: tuple[int, ...]) -> Any:
+    """The ONNX model in `source`, checked to take one float32 observation of `env_id`'s shape."""
+    import onnx
+
+    try:
+        model = onnx.load(str(source))
+    except Exception as err:  # DecodeError and friends: not an ONNX file
+        raise BundleError(f"{source} is not an ONNX model ({str(err).splitlines()[0][:120]})") from None
+    if len(model.graph.input) != 1 or model.graph.input[0].type.tensor_type.elem_type != onnx.TensorProto.FLOAT:
+        raise BundleError(f"{source} must take one float32 input (the observation); it takes {len(model.graph.input)}")
+    model_shape = [d.dim_value for d in model.graph.input[0].type.tensor_type.shape.dim[1:]]
+    if model_shape != list(obs_shape):
+        raise BundleError(f"{source} takes observations of shape {model_shape}, but {env_id} gives {list(obs_shape)}")
+    return model
+
+
 def import_onnx(
     source: str | Path,
     env: str,
@@ -176,19 +192,11 @@ def import_onnx(
     import onnx
 
     source = Path(source)
-    try:
-        model = onnx.load(str(source))
-    except Exception as err:  # DecodeError and friends: not an ONNX file
-        raise BundleError(f"{source} is not an ONNX model ({str(err).splitlines()[0][:120]})") from None
     trained_on = resolve_env_name(env)
     env_id = GYMNASIUM_TWINS.get(trained_on, trained_on)
     obs_space, action_space = env_spaces(env_id)
-    if len(model.graph.input) != 1 or model.graph.input[0].type.tensor_type.elem_type != onnx.TensorProto.FLOAT:
-        raise BundleError(f"{source} must take one float32 input (the observation); it takes {len(model.graph.input)}")
+    model = load_foreign_onnx(source, env_id, tuple(obs_space.shape))
     dims = model.graph.input[0].type.tensor_type.shape.dim
-    model_shape = [d.dim_value for d in dims[1:]]
-    if model_shape != list(obs_space.shape):
-        raise BundleError(f"{source} takes observations of shape {model_shape}, but {env_id} gives {list(obs_space.shape)}")
     source_output, outputs = add_action_output(model, action_output, post, action_space)
     out_dir = Path(out) if out is not None else Path(export_root) / source.stem
     batch = dims[0].dim_param or dims[0].dim_value

@@ -61,12 +61,70 @@ def _rename_tensor(graph: Any, old: str, new: str) -> None:
             value.name = new
 
 
+#: What an action head adds to a graph: its nodes, the source outputs kept, the action's value info, and
+#: the manifest's output entries.
+ActionNodes = tuple[list[Any], list[Any], Any, list[dict[str, Any]]]
+
+
+def _discrete_action(graph: Any, source: str, post: str, action_space: Discrete, batch_dim: Any) -> ActionNodes:
+    """The nodes from a discrete policy's `source` output to an int32 `action` (argmax of scores, or a cast)."""
+    from onnx import TensorProto, helper, numpy_helper
+
+    nodes, kept, entries = [], [], []
+    if post == "argmax":
+        # ArgMax over axis 1 of [batch, n] (axis=-1 needs opset 11); int64 -> int32
+        nodes.append(helper.make_node("ArgMax", [source], ["thrust_argmax_int64"], axis=1, keepdims=0))
+        nodes.append(helper.make_node("Cast", ["thrust_argmax_int64"], [ACTION], to=TensorProto.INT32))
+        kept.append(next(output for output in graph.output if output.name == source))
+        entries.append({"name": source, "dtype": "float32", "shape": [batch_dim, action_space.n], "meaning": "scores"})
+    else:
+        nodes.append(helper.make_node("Reshape", [source, "thrust_batch_shape"], ["thrust_action_flat"]))
+        nodes.append(helper.make_node("Cast", ["thrust_action_flat"], [ACTION], to=TensorProto.INT32))
+        graph.initializer.append(numpy_helper.from_array(np.array([-1], dtype=np.int64), "thrust_batch_shape"))
+    value = helper.make_tensor_value_info(ACTION, TensorProto.INT32, [batch_dim])
+    entries.append({"name": ACTION, "dtype": "int32", "shape": [batch_dim], "meaning": f"action ({post})"})
+    return nodes, kept, value, entries
+
+
+def _continuous_action(graph: Any, source: str, post: str, action_space: Box, batch_dim: Any) -> ActionNodes:
+    """The nodes from a continuous policy's `source` output to a float32 `action` (clipped, squashed or
+    rescaled to the bounds, or as it is)."""
+    from onnx import TensorProto, helper, numpy_helper
+
+    nodes, entries = [], []
+    low = np.asarray(action_space.low, np.float32)
+    high = np.asarray(action_space.high, np.float32)
+    nodes.append(helper.make_node("Cast", [source], ["thrust_raw_float"], to=TensorProto.FLOAT))
+    last = "thrust_raw_float"
+    if post == "clip":
+        bounds = [numpy_helper.from_array(low, "thrust_action_low"), numpy_helper.from_array(high, "thrust_action_high")]
+        graph.initializer.extend(bounds)
+        nodes.append(helper.make_node("Max", [last, "thrust_action_low"], ["thrust_clipped_low"]))
+        nodes.append(helper.make_node("Min", ["thrust_clipped_low", "thrust_action_high"], [ACTION]))
+    elif post in ("tanh", "rescale"):
+        if post == "tanh":
+            nodes.append(helper.make_node("Tanh", [last], ["thrust_squashed"]))
+            last = "thrust_squashed"
+        # low + (x + 1) / 2 * (high - low) = x * half_range + middle
+        half_range, middle = 0.5 * (high - low), 0.5 * (high + low)
+        graph.initializer.extend(
+            [numpy_helper.from_array(half_range, "thrust_half_range"), numpy_helper.from_array(middle, "thrust_middle")]
+        )
+        nodes.append(helper.make_node("Mul", [last, "thrust_half_range"], ["thrust_scaled"]))
+        nodes.append(helper.make_node("Add", ["thrust_scaled", "thrust_middle"], [ACTION]))
+    else:
+        nodes.append(helper.make_node("Identity", [last], [ACTION]))
+    value = helper.make_tensor_value_info(ACTION, TensorProto.FLOAT, [batch_dim, *action_space.shape])
+    entries.append(
+        {"name": ACTION, "dtype": "float32", "shape": [batch_dim, *action_space.shape], "meaning": f"action ({post})"}
+    )
+    return nodes, [], value, entries
+
+
 def add_action_output(model: Any, source: str, post: str, action_space: Box | Discrete) -> tuple[str, list[dict[str, Any]]]:
     """Append post-processing from output `source` (a name, or a position such as "0") to a new `action`
     output, in place; the graph keeps only the outputs a bundle uses. Returns the source output's name
     and the manifest's `outputs` entries."""
-    from onnx import TensorProto, helper, numpy_helper
-
     graph = model.graph
     names = [output.name for output in graph.output]
     if source not in names and source.isdigit() and int(source) < len(names):  # by position: "0" is the first
@@ -82,47 +140,8 @@ def add_action_output(model: Any, source: str, post: str, action_space: Box | Di
         _rename_tensor(graph, ACTION, source)
     batch = graph.input[0].type.tensor_type.shape.dim[0]
     batch_dim = batch.dim_param or batch.dim_value or "batch"
-    nodes, kept, entries = [], [], []
-    if isinstance(action_space, Discrete):
-        if post == "argmax":
-            # ArgMax over axis 1 of [batch, n] (axis=-1 needs opset 11); int64 -> int32
-            nodes.append(helper.make_node("ArgMax", [source], ["thrust_argmax_int64"], axis=1, keepdims=0))
-            nodes.append(helper.make_node("Cast", ["thrust_argmax_int64"], [ACTION], to=TensorProto.INT32))
-            kept.append(next(output for output in graph.output if output.name == source))
-            entries.append({"name": source, "dtype": "float32", "shape": [batch_dim, action_space.n], "meaning": "scores"})
-        else:
-            nodes.append(helper.make_node("Reshape", [source, "thrust_batch_shape"], ["thrust_action_flat"]))
-            nodes.append(helper.make_node("Cast", ["thrust_action_flat"], [ACTION], to=TensorProto.INT32))
-            graph.initializer.append(numpy_helper.from_array(np.array([-1], dtype=np.int64), "thrust_batch_shape"))
-        value = helper.make_tensor_value_info(ACTION, TensorProto.INT32, [batch_dim])
-        entries.append({"name": ACTION, "dtype": "int32", "shape": [batch_dim], "meaning": f"action ({post})"})
-    else:
-        low = np.asarray(action_space.low, np.float32)
-        high = np.asarray(action_space.high, np.float32)
-        nodes.append(helper.make_node("Cast", [source], ["thrust_raw_float"], to=TensorProto.FLOAT))
-        last = "thrust_raw_float"
-        if post == "clip":
-            bounds = [numpy_helper.from_array(low, "thrust_action_low"), numpy_helper.from_array(high, "thrust_action_high")]
-            graph.initializer.extend(bounds)
-            nodes.append(helper.make_node("Max", [last, "thrust_action_low"], ["thrust_clipped_low"]))
-            nodes.append(helper.make_node("Min", ["thrust_clipped_low", "thrust_action_high"], [ACTION]))
-        elif post in ("tanh", "rescale"):
-            if post == "tanh":
-                nodes.append(helper.make_node("Tanh", [last], ["thrust_squashed"]))
-                last = "thrust_squashed"
-            # low + (x + 1) / 2 * (high - low) = x * half_range + middle
-            half_range, middle = 0.5 * (high - low), 0.5 * (high + low)
-            graph.initializer.extend(
-                [numpy_helper.from_array(half_range, "thrust_half_range"), numpy_helper.from_array(middle, "thrust_middle")]
-            )
-            nodes.append(helper.make_node("Mul", [last, "thrust_half_range"], ["thrust_scaled"]))
-            nodes.append(helper.make_node("Add", ["thrust_scaled", "thrust_middle"], [ACTION]))
-        else:
-            nodes.append(helper.make_node("Identity", [last], [ACTION]))
-        value = helper.make_tensor_value_info(ACTION, TensorProto.FLOAT, [batch_dim, *action_space.shape])
-        entries.append(
-            {"name": ACTION, "dtype": "float32", "shape": [batch_dim, *action_space.shape], "meaning": f"action ({post})"}
-        )
+    build = _discrete_action if isinstance(action_space, Discrete) else _continuous_action
+    nodes, kept, value, entries = build(graph, source, post, action_space, batch_dim)
     graph.node.extend(nodes)
     del graph.output[:]
     graph.output.extend([*kept, value])

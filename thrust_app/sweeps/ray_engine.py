@@ -276,7 +276,6 @@ def run_ray_sweep(
     storage = folder / RAY_FOLDER
     eval_every = make_spec(spec.algo, spec.env, spec.timesteps, eval_every=spec.eval_every).eval_every
     concurrent = workers or spec.workers or None
-    names = TrialNames(folder)
     where = f"the Ray cluster at {address}" if address else f"a local Ray on {LOOPBACK}"
     with ray_session(address, os.cpu_count() or 1):
         if spec.gpus_per_trial > 0 and not ray.cluster_resources().get("GPU"):  # trials would wait forever
@@ -295,39 +294,48 @@ def run_ray_sweep(
                 f"thrust: sweep {spec.name}: {spec.trials} trials x {spec.seeds} seed(s) of {spec.algo} on {spec.env}, "
                 f"Ray Tune on {where}, pruner {spec.pruner}, folder {folder}"
             )
-            tuner = tune.Tuner(
-                trainable,
-                param_space=search_space(spec),
-                tune_config=tune.TuneConfig(
-                    metric="score",
-                    mode="max" if METRICS[spec.metric] == "maximize" else "min",
-                    search_alg=searcher(spec),
-                    scheduler=scheduler(spec, eval_every),
-                    num_samples=1 if spec.sampler == "grid" else spec.trials,
-                    max_concurrent_trials=concurrent,
-                    reuse_actors=True,  # one worker process (and torch import) serves many trials
-                    trial_name_creator=names,
-                    trial_dirname_creator=names,
-                ),
-                run_config=tune.RunConfig(
-                    name=spec.name,
-                    storage_path=str(storage),
-                    failure_config=tune.FailureConfig(max_failures=spec.max_failures),
-                    # Every checkpoint is kept: PBT restarts trials from other trials' older ones, and Tune's
-                    # experiment state, written in the background, can name one that a newer checkpoint has
-                    # already replaced, which Tuner.restore after a killed driver cannot load. Outside PBT a
-                    # checkpoint is a few bytes (TrialReporter.report).
-                    checkpoint_config=tune.CheckpointConfig(num_to_keep=None),
-                    callbacks=[Ledger(folder, log)],
-                    verbose=0,
-                ),
-            )
+            tuner = new_tuner(trainable, folder, spec, eval_every, concurrent, log)
         tuner.fit()
     # what trials killed mid-checkpoint left behind (a stopped process runs no cleanup)
     shutil.rmtree(folder / SCRATCH, ignore_errors=True)
     interrupted = Ledger(folder, log).close_interrupted()
     if interrupted:
         log(f"thrust: {interrupted} trial(s) interrupted; continue with `thrust sweep --resume {folder}`")
+
+
+def new_tuner(
+    trainable: Any, folder: Path, spec: SweepSpec, eval_every: int, concurrent: int | None, log: Callable[[str], None]
+) -> tune.Tuner:
+    """A Tuner for a new sweep: the search space, searcher and scheduler of `spec`, Tune's state in the sweep
+    folder, every checkpoint kept, the ledger as a callback."""
+    names = TrialNames(folder)
+    return tune.Tuner(
+        trainable,
+        param_space=search_space(spec),
+        tune_config=tune.TuneConfig(
+            metric="score",
+            mode="max" if METRICS[spec.metric] == "maximize" else "min",
+            search_alg=searcher(spec),
+            scheduler=scheduler(spec, eval_every),
+            num_samples=1 if spec.sampler == "grid" else spec.trials,
+            max_concurrent_trials=concurrent,
+            reuse_actors=True,  # one worker process (and torch import) serves many trials
+            trial_name_creator=names,
+            trial_dirname_creator=names,
+        ),
+        run_config=tune.RunConfig(
+            name=spec.name,
+            storage_path=str(folder / RAY_FOLDER),
+            failure_config=tune.FailureConfig(max_failures=spec.max_failures),
+            # Every checkpoint is kept: PBT restarts trials from other trials' older ones, and Tune's
+            # experiment state, written in the background, can name one that a newer checkpoint has
+            # already replaced, which Tuner.restore after a killed driver cannot load. Outside PBT a
+            # checkpoint is a few bytes (TrialReporter.report).
+            checkpoint_config=tune.CheckpointConfig(num_to_keep=None),
+            callbacks=[Ledger(folder, log)],
+            verbose=0,
+        ),
+    )
 
 
 class Ledger(tune.Callback):

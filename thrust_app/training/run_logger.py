@@ -11,7 +11,7 @@ import dataclasses
 import statistics
 import time
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -46,6 +46,40 @@ class RunClock:
                 self.train_s += elapsed
 
 
+class ProgressBar:
+    """A tqdm bar of a run's steps towards its budget, with what `RunLogger.postfix` reports beside it."""
+
+    def __init__(self, spec: RunSpec, enabled: bool) -> None:
+        self.spec, self.enabled = spec, enabled
+        self.tqdm: Any = None
+
+    @contextmanager
+    def showing(self, step: int) -> Iterator[None]:
+        from tqdm.auto import tqdm
+
+        # One speed on the bar: the training steps/s of the postfix (tqdm's own rate would count evaluations too).
+        self.tqdm = tqdm(
+            bar_format="{desc}: {percentage:3.0f}%|{bar}| {n_fmt}/{total_fmt} [{elapsed}<{remaining}{postfix}]",
+            total=self.spec.timesteps,
+            initial=step,
+            unit="step",
+            disable=not self.enabled,
+            desc=f"{self.spec.algo} {self.spec.env}",
+            dynamic_ncols=True,
+            smoothing=0.1,
+        )
+        try:
+            yield
+        finally:
+            self.tqdm.close()
+            self.tqdm = None
+
+    def advance(self, steps: int, postfix: Callable[[int], dict[str, str]]) -> None:
+        if self.tqdm is not None:  # the last iteration may overshoot the budget: the bar stops at it
+            self.tqdm.update(min(steps, self.tqdm.total - self.tqdm.n))
+            self.tqdm.set_postfix(postfix(self.tqdm.n), refresh=False)
+
+
 class RunLogger:
     """Writes one run's records and keeps what they are computed from."""
 
@@ -67,7 +101,7 @@ class RunLogger:
         self.recent_returns: list[float] = []
         #: Episodes and losses since the last train record.
         self.pending: dict[str, list] = {"returns": [], "lengths": [], "stats": []}
-        self._bar: Any = None
+        self.bar = ProgressBar(spec, progress)
 
     # -- what a checkpoint keeps -------------------------------------------------------------------
     def state_dict(self) -> dict[str, Any]:
@@ -106,9 +140,7 @@ class RunLogger:
         if iteration.stats:
             self.pending["stats"].append(iteration.stats)
         self.recent_returns = (self.recent_returns + iteration.episode_returns)[-100:]
-        if self._bar is not None:  # the last iteration may overshoot the budget: the bar stops at it
-            self._bar.update(min(iteration.steps, self._bar.total - self._bar.n))
-            self._bar.set_postfix(self.postfix(self._bar.n), refresh=False)
+        self.bar.advance(iteration.steps, self.postfix)
 
     def has_pending(self) -> bool:
         return bool(self.pending["returns"] or self.pending["stats"])
@@ -157,28 +189,9 @@ class RunLogger:
         return round(step / self.clock.train_s, 1) if self.clock.train_s else None
 
     # -- progress bar ------------------------------------------------------------------------------
-    @contextmanager
-    def progress_bar(self, step: int) -> Iterator[None]:
-        """A tqdm bar from `step` to the budget while inside (none when `progress` is off)."""
-        from tqdm.auto import tqdm
-
-        spec = self.spec
-        # One speed on the bar: the training steps/s of the postfix (tqdm's own rate would count evaluations too).
-        self._bar = tqdm(
-            bar_format="{desc}: {percentage:3.0f}%|{bar}| {n_fmt}/{total_fmt} [{elapsed}<{remaining}{postfix}]",
-            total=spec.timesteps,
-            initial=step,
-            unit="step",
-            disable=not self.progress,
-            desc=f"{spec.algo} {spec.env}",
-            dynamic_ncols=True,
-            smoothing=0.1,
-        )
-        try:
-            yield
-        finally:
-            self._bar.close()
-            self._bar = None
+    def progress_bar(self, step: int) -> AbstractContextManager[None]:
+        """The run's progress bar from `step` to the budget while inside (none when `progress` is off)."""
+        return self.bar.showing(step)
 
     def postfix(self, step: int) -> dict[str, str]:
         fields = {"sps": f"{step / max(self.clock.train_s, 1e-9):,.0f}"}

@@ -115,6 +115,13 @@ def check_env_fits(algo_cls: type[Algorithm], env_id: str, env_backend: str) -> 
         )
 
 
+def check_counts(**counts: int | None) -> None:
+    """Each count given (not None) is at least 1, or a ConfigError names the first that is not."""
+    for name, value in counts.items():
+        if value is not None and value < 1:
+            raise ConfigError(f"{name} must be >= 1, got {value}")
+
+
 def make_spec(
     algo: str,
     env: str,
@@ -144,15 +151,7 @@ def make_spec(
     timesteps = chosen.timesteps if timesteps is None else int(timesteps)
     eval_every = chosen.eval_every if eval_every is None else eval_every
     stop_at_return = chosen.stop_at_return if stop_at_return is None else stop_at_return
-    intervals = {
-        "timesteps": timesteps,
-        "eval_episodes": eval_episodes,
-        "eval_every": eval_every,
-        "checkpoint_every": checkpoint_every,
-    }
-    for name, value in intervals.items():
-        if value is not None and value < 1:
-            raise ConfigError(f"{name} must be >= 1, got {value}")
+    check_counts(timesteps=timesteps, eval_episodes=eval_episodes, eval_every=eval_every, checkpoint_every=checkpoint_every)
     checked.check_fits(timesteps, math.prod(env_spaces(env_id)[0].shape))
     return RunSpec(
         algo=algo_cls.name,

@@ -55,6 +55,25 @@ def training_catalog() -> dict[str, Any]:
 
 
 @functools.cache
+def trace_initializers(model: Any, linears: list[Any]) -> dict[str, dict[str, Any]]:
+    """ONNX initializer name -> the layer of `linears` it holds, weight (stored transposed or not) or bias,
+    found by value (each layer was given values no other tensor has)."""
+    import onnx
+    import torch
+
+    initializers = {}
+    for tensor in model.graph.initializer:
+        values = torch.from_numpy(onnx.numpy_helper.to_array(tensor).copy())
+        for index, layer in enumerate(linears):
+            if values.shape == layer.weight.shape and torch.equal(values, layer.weight):
+                initializers[tensor.name] = {"layer": index, "kind": "weight", "transpose": True}
+            elif values.shape == layer.weight.T.shape and torch.equal(values, layer.weight.T):
+                initializers[tensor.name] = {"layer": index, "kind": "weight", "transpose": False}
+            elif values.shape == layer.bias.shape and torch.equal(values, layer.bias):
+                initializers[tensor.name] = {"layer": index, "kind": "bias", "transpose": False}
+    return initializers
+
+
 def policy_template(env: str) -> tuple[bytes, dict[str, Any]]:
     """(ONNX bytes, description) of `env`'s PPO policy graph as `thrust export` writes it.
 
@@ -91,16 +110,7 @@ def policy_template(env: str) -> tuple[bytes, dict[str, Any]]:
         export_onnx(PolicyGraph(policy, discrete).eval(), tuple(obs_space.shape), outputs, path)
         manifest = base_manifest(entry["env_id"], ALGO, tuple(obs_space.shape), action_space, outputs, path)
         model = onnx.load(str(path))
-    initializers = {}
-    for tensor in model.graph.initializer:
-        values = torch.from_numpy(onnx.numpy_helper.to_array(tensor).copy())
-        for index, layer in enumerate(linears):
-            if values.shape == layer.weight.shape and torch.equal(values, layer.weight):
-                initializers[tensor.name] = {"layer": index, "kind": "weight", "transpose": True}
-            elif values.shape == layer.weight.T.shape and torch.equal(values, layer.weight.T):
-                initializers[tensor.name] = {"layer": index, "kind": "weight", "transpose": False}
-            elif values.shape == layer.bias.shape and torch.equal(values, layer.bias):
-                initializers[tensor.name] = {"layer": index, "kind": "bias", "transpose": False}
+    initializers = trace_initializers(model, linears)
     if len(initializers) != 2 * len(linears):
         raise RuntimeError(
             f"the exported {env} graph holds its weights in a form the page cannot fill: {sorted(initializers)}"
