@@ -7,12 +7,12 @@ Groups (suffixed with the backend: `/cpu` always, `/cuda` when torch sees a GPU)
   a2c_train_step_autograd, ppo_train_step_autograd, dqn_train_step_autograd, sac_train_step_autograd,
   ppo_cartpole_steps_per_sec_autograd
       the same with `backward=autograd`, the reference path: the ratio to the group above is what
-      the written-out backward (fast_actor_critic.py, fast_dqn.py, fast_sac.py) saves, in the same rounds
+      the written-out backward (actor_critic_backward.py, dqn_backward.py, sac_backward.py) saves, in the same rounds
   ppo_rollout, ppo_rollout_torch
-      one rollout of the zoo's PPO preset (8 envs x 32 steps) with `acting="fast"` (numpy, fast_rollout.py)
+      one rollout of the zoo's PPO preset (8 envs x 32 steps) with `acting="fast"` (numpy, numpy_rollout.py)
       and with `acting="torch"` (the reference); on CUDA both act through torch
   ppo_train_step_graph, dqn_train_step_graph, sac_train_step_graph (CUDA only)
-      the update captured as a CUDA graph and replayed (`cuda_graphs=True`, cuda_graph.py)
+      the update captured as a CUDA graph and replayed (`cuda_graphs=True`, cuda_graphs.py)
   a2c_cartpole_steps_per_sec, ppo_cartpole_steps_per_sec, dqn_cartpole_steps_per_sec,
   sac_pendulum_steps_per_sec
       one full iteration (collect + update) with the env's preset; reported per iteration and as

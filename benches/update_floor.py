@@ -5,9 +5,9 @@ Times one gradient step of the zoo presets (DQN: 64 samples, 256x256 Q-net; SAC:
 update compiled by numba; `backward="fast"`, the written-out update in torch; `backward="autograd"`, the
 reference), against its matmul floor: every matmul the step launched (mm, addmm, bmm, baddbmm, forward and
 backward, recorded by a dispatch mode during one step) replayed alone on tensors of the same shapes and
-strides, and the products the written-out update hands to numpy (fast_mlp.matmul), replayed in numpy and,
+strides, and the products the written-out update hands to numpy (mlp_backward.matmul), replayed in numpy and,
 for comparison, in torch. The compiled update computes the same products as the written-out one; its floor
-is the faster of their torch replay and their replay in one numba call through compiled_kernels.matmul (as
+is the faster of their torch replay and their replay in one numba call through numba_kernels.matmul (as
 its kernels call them). The floor bounds what any rewrite of the update could gain at the same
 hyperparameters on one thread; the overhead share is 1 - floor / update. For the compiled update the bench
 also replays the products right after the Adam steps, as an update meets them (Adam's memory traffic
@@ -15,7 +15,7 @@ evicts some of what they read). The floor's arithmetic rate (2 m k n flops per m
 says how close its matmuls run to the core's peak.
 Then one acting step (the behaviour policy's batch-1 forward, the env step, the replay-buffer write)
 and each of its parts, in microseconds, as the reference (`acting="torch"`) and the fast path
-(`acting="fast"`, fast_acting.py) take it. Last, what denormal floats cost: the zoo DQN trained twice
+(`acting="fast"`, numpy_acting.py) take it. Last, what denormal floats cost: the zoo DQN trained twice
 from one seed, iteration by iteration in turn, with denormals flushed to zero (what `resolve_device`
 sets for the thread that trains) and without.
 
@@ -39,7 +39,7 @@ from torch.utils._python_dispatch import TorchDispatchMode
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from trainer_throughput import build
 
-import thrust_app.speed.mlp_backward as fast_mlp
+import thrust_app.speed.mlp_backward as mlp_backward
 from thrust_app.speed.mlp_backward import adam_step
 from thrust_app.speed.numba_kernels import SGEMM_SOURCE
 from thrust_app.speed.numba_kernels import matmul as compiled_matmul
@@ -78,7 +78,7 @@ def numpy_stand_in(array: np.ndarray) -> np.ndarray:
 
 class MatmulRecorder(TorchDispatchMode):
     """Records every matmul dispatched while active (autograd's backward ones included) as a call that
-    replays it on stand-in tensors, and the products fast_mlp.matmul hands to numpy as numpy calls on
+    replays it on stand-in tensors, and the products mlp_backward.matmul hands to numpy as numpy calls on
     stand-in arrays; counts the other ops (optimizer kernels apart)."""
 
     def __init__(self) -> None:
@@ -91,12 +91,12 @@ class MatmulRecorder(TorchDispatchMode):
         self.other_ops = 0
 
     def __enter__(self):
-        self.numpy_matmul = fast_mlp.numpy_matmul
-        fast_mlp.numpy_matmul = self.record_numpy
+        self.numpy_matmul = mlp_backward.numpy_matmul
+        mlp_backward.numpy_matmul = self.record_numpy
         return super().__enter__()
 
     def __exit__(self, *exc):
-        fast_mlp.numpy_matmul = self.numpy_matmul
+        mlp_backward.numpy_matmul = self.numpy_matmul
         return super().__exit__(*exc)
 
     def record_numpy(self, left: np.ndarray, right: np.ndarray, out: np.ndarray) -> None:
@@ -145,7 +145,7 @@ def replay_products(products) -> None:
 
 
 def compiled_replayer(products: list[tuple[torch.Tensor, torch.Tensor]]) -> Callable[[], None]:
-    """The products replayed as the compiled updates compute them: compiled_kernels.matmul (each product
+    """The products replayed as the compiled updates compute them: numba_kernels.matmul (each product
     by the BLAS faster at its shape, called directly) in one numba call, on the same shapes and layouts."""
     if any(left.dim() != 2 for left, _ in products):
         raise ValueError("the compiled replay takes matrix products only")
@@ -200,7 +200,7 @@ def main() -> None:
                 in_torch = best_ms(recorder.numpy_products_in_torch(), calls, args.rounds)
                 print(
                     f"  of the matmuls, {len(recorder.numpy_operands)} with a narrow right operand ran in numpy: "
-                    f"{numpy_ms * 1e3:.0f} us, where torch.mm takes {in_torch * 1e3:.0f} us (fast_mlp.matmul)"
+                    f"{numpy_ms * 1e3:.0f} us, where torch.mm takes {in_torch * 1e3:.0f} us (mlp_backward.matmul)"
                 )
         agent.apply_schedules(0.0)  # DQN's epsilon at its final value: most steps act greedily, through the net
         print(f"{algo}: acting step, acting=torch (goal <= 60 us): " + acting_step(agent, env, io, obs, args.rounds))

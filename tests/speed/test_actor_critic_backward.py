@@ -15,7 +15,7 @@ from thrust_app.envs.batched import make_batched
 from thrust_app.envs.core import Box, Discrete
 from thrust_app.envs.tensors import EnvIO
 from thrust_app.nets.policies import ActorCritic
-from thrust_app.speed import actor_critic_backward as fast_actor_critic
+from thrust_app.speed import actor_critic_backward as actor_critic_backward
 from thrust_app.speed.actor_critic_backward import fast_backward, unsupported_reason
 from thrust_app.speed.switches import choose_backward
 
@@ -112,14 +112,14 @@ def test_image_observations_fall_back_to_autograd_with_a_note():
 def test_a_written_out_gradient_that_disagrees_with_the_loss_falls_back_with_a_warning(monkeypatch):
     """As after an edit of ppo_loss that the written-out gradient did not follow."""
     name = ppo_loss
-    right = fast_actor_critic.WRITTEN_OUT[name]
+    right = actor_critic_backward.WRITTEN_OUT[name]
 
     def stale(*args, **kwargs):
         logs, (g_log_prob, g_entropy, g_value) = right(*args, **kwargs)
         return logs, (g_log_prob, g_entropy, 2 * g_value)  # a value term that has changed since
 
-    monkeypatch.setitem(fast_actor_critic.WRITTEN_OUT, name, stale)
-    monkeypatch.setattr(fast_actor_critic, "_CHECKED", {})
+    monkeypatch.setitem(actor_critic_backward.WRITTEN_OUT, name, stale)
+    monkeypatch.setattr(actor_critic_backward, "_CHECKED", {})
     torch.manual_seed(0)
     net = ActorCritic((5,), Discrete(3))
     obs, actions, batch = example_batch("discrete")
@@ -137,15 +137,15 @@ def test_the_weight_gradient_split_along_the_batch_is_the_same_sum():
     layer_in = side_by_side.view(4096, 2, 16).transpose(0, 1)  # (2, B, 16), not contiguous
     grad = torch.randn(2, 4096, 24, generator=generator)
     whole, split = torch.empty(2, 16, 24), torch.empty(2, 16, 24)
-    fast_actor_critic.tower_weight_gradient(layer_in, grad, whole, parts=1)
-    fast_actor_critic.tower_weight_gradient(layer_in, grad, split, parts=8)
+    actor_critic_backward.tower_weight_gradient(layer_in, grad, whole, parts=1)
+    actor_critic_backward.tower_weight_gradient(layer_in, grad, split, parts=8)
     torch.testing.assert_close(split, whole, atol=1e-4, rtol=1e-5)
     torch.testing.assert_close(whole, layer_in.transpose(1, 2) @ grad)
 
 
 def test_only_large_cuda_batches_are_split():
     cuda, cpu = torch.device("cuda"), torch.device("cpu")
-    assert fast_actor_critic.batch_parts(32768, cuda) == 64
-    assert fast_actor_critic.batch_parts(32768, cpu) == 1  # one core's bmm walks the batch as fast in one piece
-    assert fast_actor_critic.batch_parts(1024, cuda) == 1  # few rows: one tile per tower is quick enough
-    assert fast_actor_critic.batch_parts(32768 + 100, cuda) == 1  # a short last minibatch that does not split evenly
+    assert actor_critic_backward.batch_parts(32768, cuda) == 64
+    assert actor_critic_backward.batch_parts(32768, cpu) == 1  # one core's bmm walks the batch as fast in one piece
+    assert actor_critic_backward.batch_parts(1024, cuda) == 1  # few rows: one tile per tower is quick enough
+    assert actor_critic_backward.batch_parts(32768 + 100, cuda) == 1  # a short last minibatch that does not split evenly

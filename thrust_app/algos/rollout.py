@@ -67,7 +67,7 @@ def collect_steps(
     env: VecEnv, env_io: EnvIO, obs: torch.Tensor, policy: ActorCritic, n_steps: int, gamma: float
 ) -> CollectedSteps:
     """Run the policy for `n_steps` steps of every env. With the env's arrays on the learner's device this
-    makes no host round trip, which is what lets cuda_graph.CapturedCollection capture it."""
+    makes no host round trip, which is what lets cuda_graphs.CapturedCollection capture it."""
     recorded: dict[str, list[torch.Tensor]] = {key: [] for key in RECORDED}
     for _ in range(n_steps):
         action, log_prob, value = policy.sample(obs)

@@ -49,7 +49,7 @@ class ArrayBatchedEnv(VecEnv):
 
     core_id: str
     #: The attributes that carry the copies from one step to the next; `step` replaces them with new arrays and
-    #: changes none in place (cuda_graph.CapturedCollection relies on both).
+    #: changes none in place (cuda_graphs.CapturedCollection relies on both).
     state_arrays = ("state", "steps", "returns")
 
     def __init__(

@@ -93,7 +93,7 @@ class TwinTowers(nn.Module):
     The input layers sit side by side in one matmul; each later layer is one batched matmul of the
     two blocks. The function is exactly that of two separate MLPs, in about half the kernel launches,
     and launches are what a small net's update costs on a CPU. `forward` returns (policy features,
-    value features); `fast_actor_critic.py` differentiates the same layers by hand.
+    value features); `actor_critic_backward.py` differentiates the same layers by hand.
     """
 
     def __init__(self, in_dim: int, hidden: Sequence[int], activation: str) -> None:

@@ -1,6 +1,6 @@
 """The written-out forward and backward of a plain MLP (nn.Linear layers with one activation between
 them), and Adam's step on one flat parameter: the pieces the written-out updates share
-(fast_actor_critic.py for A2C/PPO, fast_dqn.py for DQN, fast_sac.py for SAC).
+(actor_critic_backward.py for A2C/PPO, dqn_backward.py for DQN, sac_backward.py for SAC).
 
 A forward keeps every layer's output; the backward walks them in reverse and writes each layer's
 gradient into its `.grad` (a view into the net's flat gradient buffer, flat_params.py) with `out=`.
@@ -153,7 +153,7 @@ def mlp_backward(
 def adam_step(optimizer: torch.optim.Optimizer) -> None:
     """`optimizer.step()` for an Adam(fused=True) over one flat parameter: the same kernel on the same
     state tensors, without the generic step's per-call bookkeeping (about half of a step's time on a net of
-    67k parameters here). Any other optimizer or setting takes its own `step()`. tests/test_fast_mlp.py
+    67k parameters here). Any other optimizer or setting takes its own `step()`. tests/speed/test_mlp_backward.py
     holds it bitwise equal to `optimizer.step()`."""
     group = optimizer.param_groups[0]
     state = optimizer.state[group["params"][0]] if len(optimizer.param_groups) == len(group["params"]) == 1 else None

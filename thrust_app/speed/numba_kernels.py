@@ -1,12 +1,12 @@
 """Every numba kernel of the compiled updates (`backward="compiled"`): a ReLU MLP's forward and backward,
-the gradient-norm clip, DQN's gradient (compiled_dqn.py calls it) and SAC's three steps (compiled_sac.py).
+the gradient-norm clip, DQN's gradient (numba_dqn.py calls it) and SAC's three steps (numba_sac.py).
 
-They are the written-out passes of fast_mlp.py, fast_dqn.py and fast_sac.py with the loop around them
+They are the written-out passes of mlp_backward.py, dqn_backward.py and sac_backward.py with the loop around them
 compiled: each product is a direct BLAS call (`matmul`), and the elementwise steps (bias, ReLU and its
 derivative, the losses' gradients) are loops, so an update pays neither an op dispatch nor a Python line
 per step. On the zoo's 64-sample DQN batches that dispatch is more than half of the torch update
 (benches/update_floor.py). The kernels read and write the parameters' and gradients' own memory (numpy
-views, compiled_nets.py).
+views, numba_nets.py).
 
 One file, and no constant read from another module: numba's on-disk cache (each kernel compiles once per
 machine) is keyed on the file that defines a function, not on the functions it calls or the globals it

@@ -5,7 +5,7 @@ forward pays dispatch for every op (about 55 us for DQN's 4-256-256-2 Q-net on t
 SAC's actor with its sampling, 77 us for PPO's actor-critic at 8 envs); the same matmuls in numpy cost
 about 10 us. The arrays here are numpy views of the nets' flat parameter buffers (`flat_params.py`), so
 they see every optimizer step without a copy. Selected by the `acting` switch ("fast", for vector
-observations with a numpy env on the CPU; "torch" is the reference); `tests/test_fast_acting.py` holds
+observations with a numpy env on the CPU; "torch" is the reference); `tests/speed/test_numpy_acting.py` holds
 both equal.
 """
 

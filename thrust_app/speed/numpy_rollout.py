@@ -2,11 +2,11 @@
 
 The reference is `rollout.collect_rollout`: per step the policy's torch forward and sampling, the env
 step through EnvIO, and the bootstrap of truncated episodes. Here the same steps run on numpy arrays:
-the actor-critic's forward on views of its flat parameters (fast_acting.py), the env's own arrays, and
+the actor-critic's forward on views of its flat parameters (numpy_acting.py), the env's own arrays, and
 one conversion to tensors per rollout instead of seven per step. The categorical's Exp(1) noise is
 drawn for the whole rollout at once from torch's global generator, which yields the same numbers as
 the reference's per-step draws, so a discrete rollout takes the reference's actions
-(tests/test_fast_acting.py); the Gaussian's noise is drawn the same way (the reference's per-step
+(tests/speed/test_numpy_acting.py); the Gaussian's noise is drawn the same way (the reference's per-step
 normal draws follow another path through the generator: same distribution, other numbers).
 """
 

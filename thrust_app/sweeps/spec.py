@@ -39,7 +39,7 @@ ENGINES = ("optuna", "ray")
 TRIAL_FILE = "trial.json"
 
 
-#: The Ray engine's record of its trials (sweep_ray.Ledger writes it).
+#: The Ray engine's record of its trials (ray_engine.Ledger writes it).
 LEDGER_FILE = "trials.json"
 
 
