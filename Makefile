@@ -20,14 +20,17 @@ run: install $(NODE_MODULES)
 test: install $(NODE_MODULES) chromium strace
 	THRUST_REQUIRE_BROWSER=1 $(PY) -m pytest
 
-# ruff, configured in pyproject.toml: `lint` checks (CI runs it), `format` rewrites.
-lint: install
+# ruff (configured in pyproject.toml) for Python, Biome (web/biome.json, pinned in web/package.json) for the
+# player's JavaScript: `lint` checks (CI runs it), `format` rewrites.
+lint: install $(NODE_MODULES)
+	cd web && ./node_modules/.bin/biome check src
 	$(PY) -m ruff check .
 	$(PY) -m ruff format --check .
 
-format: install
+format: install $(NODE_MODULES)
 	$(PY) -m ruff format .
 	$(PY) -m ruff check --fix .
+	cd web && ./node_modules/.bin/biome check --write src
 
 web: install $(NODE_MODULES)
 	$(PY) -m thrust_app web

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pickle
+from pathlib import Path
 
 import pytest
 import torch
@@ -40,3 +41,17 @@ class Exploit:
 
     def __reduce__(self):
         return (open, (self.path, "w"))
+
+
+def test_docs_describe_every_file_of_a_run_folder():
+    """docs/runs.md's table names each file a run folder can hold, as the code names them."""
+    from thrust_app.dashboard import jobs
+    from thrust_app.runs import files, lock, tensorboard
+    from thrust_app.sweeps import spec
+
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "runs.md").read_text()
+    names = [getattr(files, name) for name in dir(files) if name.endswith("_FILE")] + [files.LAST_CHECKPOINT]
+    names += [lock.LOCK_FILE, f"{tensorboard.TB_FOLDER}/", spec.TRIAL_FILE, jobs.LAUNCH_FILE, jobs.EXIT_FILE, jobs.LOG_FILE]
+    table = doc.split("## The files", 1)[1].split("\n## ", 1)[0]
+    missing = [name for name in names if f"`{name}`" not in table]
+    assert not missing, f"docs/runs.md does not describe {missing}"

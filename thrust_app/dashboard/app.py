@@ -25,6 +25,7 @@ from thrust_app.config import ConfigError, apply_overrides, field_help
 from thrust_app.dashboard import jobs
 from thrust_app.envs.core import ALIASES, Box, Discrete
 from thrust_app.interop.bundle import BundleError
+from thrust_app.runs.files import LAST_CHECKPOINT, METRICS_FILE
 from thrust_app.training.presets import DEFAULT_PRESET, get_preset, preset_names
 
 OTHER_ENV = "other gymnasium id…"
@@ -454,7 +455,7 @@ def training_tab() -> None:
     can_resume = (
         not info.active
         and info.status in ("stopped", "interrupted", "terminated", "incomplete")
-        and (info.path / "last.pt").exists()
+        and (info.path / LAST_CHECKPOINT).exists()
     )
     if cols[1].button("Resume", key="resume", disabled=not can_resume, help="continue from the last checkpoint"):
         jobs.resume_run(info.path)
@@ -574,7 +575,7 @@ def compare_tab() -> None:
     bootstrap intervals and the probability of improvement between groups (thrust_app/runs/compare.py)."""
     from thrust_app.runs.compare import DEFAULT_GROUP_BY, compare
 
-    evaluated = [r for r in jobs.list_runs() if (r.path / "metrics.jsonl").exists() and r.summary]
+    evaluated = [r for r in jobs.list_runs() if (r.path / METRICS_FILE).exists() and r.summary]
     if not evaluated:
         st.info("Runs appear here once they have finished or stopped with an evaluation.")
         return
@@ -653,7 +654,7 @@ def group_curves(picked: list[jobs.RunInfo], group_by: list[str], x_axis: str) -
 @st.fragment(run_every=2 * REFRESH_S)
 def export_tab() -> None:
     runs = jobs.list_runs()
-    done = [r for r in runs if not r.active and (r.path / "last.pt").exists()]
+    done = [r for r in runs if not r.active and (r.path / LAST_CHECKPOINT).exists()]
     info = pick_run("Run to export", done, key="export-run") if done else None
     if info is None:
         if runs:
@@ -695,7 +696,7 @@ def watch_tab(runs: list[jobs.RunInfo]) -> None:
     from thrust_app.dashboard.watch import record_episode, run_policy
     from thrust_app.envs.core import CORE_ENVS
 
-    watchable = [r for r in runs if (r.path / "last.pt").exists() and r.config.get("env") in CORE_ENVS]
+    watchable = [r for r in runs if (r.path / LAST_CHECKPOINT).exists() and r.config.get("env") in CORE_ENVS]
     if not watchable:
         st.info("Train a policy on one of Thrust's envs to watch it here.")
         return
@@ -843,7 +844,7 @@ def sweep_trials(info, best) -> None:
     runs = [r for r in jobs.list_runs() if r.path.parent == info.path]
     if spec.search:
         hyperparameter_view(runs, key=f"hp-{info.name}")
-    evaluated = [r.path for r in runs if r.summary and (r.path / "metrics.jsonl").exists()]
+    evaluated = [r.path for r in runs if r.summary and (r.path / METRICS_FILE).exists()]
     if spec.seeds > 1 and evaluated:
         st.markdown("**Over seeds** (each trial's runs as one group: IQM and mean with 95% bootstrap intervals)")
         table, pairs, _ = compare(evaluated, ["algo", "env", "config"], reps=2000)

@@ -17,9 +17,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..runs.files import atomic_write_json, read_json, read_jsonl
+from ..runs.files import CONFIG_FILE, METRICS_FILE, STOP_FILE, SUMMARY_FILE, atomic_write_json, read_json, read_jsonl
 from ..runs.lock import is_locked
-from ..training.trainer import STOP_FILE
 
 LOG_FILE = "train.log"
 #: Written by the dashboard when it launches a process, before that process writes config.json.
@@ -87,7 +86,7 @@ def run_status(path: Path) -> str:
     wrote no newer summary), the summary's status, or incomplete."""
     if is_locked(path):
         return "running"
-    launched, summary = path / LAUNCH_FILE, path / "summary.json"
+    launched, summary = path / LAUNCH_FILE, path / SUMMARY_FILE
     newer_summary = summary.exists() and launched.exists() and summary.stat().st_mtime >= launched.stat().st_mtime
     if launched.exists() and not newer_summary:
         returncode = record_exit(path)
@@ -96,13 +95,13 @@ def run_status(path: Path) -> str:
         if returncode not in (None, 0):
             return "failed"
     if summary.exists():
-        return read_json(path / "summary.json").get("status", "finished")
+        return read_json(path / SUMMARY_FILE).get("status", "finished")
     return "incomplete"
 
 
 def _is_run(path: Path) -> bool:
     """A run folder: training wrote its config, or the dashboard launched a process for it."""
-    return (path / "config.json").is_file() or (path / LAUNCH_FILE).is_file()
+    return (path / CONFIG_FILE).is_file() or (path / LAUNCH_FILE).is_file()
 
 
 def list_runs(root: Path | None = None) -> list[RunInfo]:
@@ -115,8 +114,8 @@ def list_runs(root: Path | None = None) -> list[RunInfo]:
     for sweep in (p for p in root.iterdir() if (p / "sweep.json").is_file()):  # `thrust sweep` trials, one level down
         folders += [p for p in sweep.iterdir() if _is_run(p)]
     for path in sorted(folders, key=lambda p: p.stat().st_mtime, reverse=True):
-        summary = read_json(path / "summary.json") if (path / "summary.json").is_file() else None
-        config_file = path / "config.json" if (path / "config.json").is_file() else path / LAUNCH_FILE
+        summary = read_json(path / SUMMARY_FILE) if (path / SUMMARY_FILE).is_file() else None
+        config_file = path / CONFIG_FILE if (path / CONFIG_FILE).is_file() else path / LAUNCH_FILE
         infos.append(RunInfo(path, read_json(config_file), summary, run_status(path)))
     return infos
 
@@ -187,7 +186,7 @@ def stop_run(path: Path) -> None:
 
 def resume_run(path: Path) -> None:
     (path / STOP_FILE).unlink(missing_ok=True)
-    _launch(["--resume", str(path)], path, read_json(path / "config.json"))
+    _launch(["--resume", str(path)], path, read_json(path / CONFIG_FILE))
 
 
 def delete_run(path: Path) -> None:
@@ -217,7 +216,7 @@ def read_log_tail(path: Path, lines: int = 20) -> str:
 
 def metrics(path: Path) -> tuple[list[dict], list[dict]]:
     """(train records, eval records) of a run."""
-    records = read_jsonl(path / "metrics.jsonl")
+    records = read_jsonl(path / METRICS_FILE)
     return [r for r in records if r.get("kind") == "train"], [r for r in records if r.get("kind") == "eval"]
 
 

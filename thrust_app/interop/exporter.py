@@ -29,7 +29,7 @@ from ..envs import env_spaces
 from ..envs.batched import make_batched
 from ..envs.core import Discrete
 from ..nets.policies import ActorCritic
-from ..runs.files import RunDirError, read_json
+from ..runs.files import CONFIG_FILE, SUMMARY_FILE, RunDirError, read_json
 from ..training.run_spec import RunSpec, load_spec
 from ..training.trainer import load_policy
 from .bundle import (
@@ -246,8 +246,8 @@ def base_manifest(
 
 def run_fields(spec: RunSpec, run_dir: Path, out_dir: Path) -> dict[str, Any]:
     """What an exported bundle's manifest says about the run it came from."""
-    summary = read_json(run_dir / "summary.json") if (run_dir / "summary.json").exists() else {}
-    config = read_json(run_dir / "config.json")
+    summary = read_json(run_dir / SUMMARY_FILE) if (run_dir / SUMMARY_FILE).exists() else {}
+    config = read_json(run_dir / CONFIG_FILE)
     return {
         "training": {
             k: summary.get(k) for k in ("timesteps", "eval_mean", "eval_std", "solved_at_step", "seed", "device", "wall_s")

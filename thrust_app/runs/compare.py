@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 from scipy import stats
 
-from .files import RunDirError, read_json, read_jsonl
+from .files import CONFIG_FILE, METRICS_FILE, RunDirError, read_json, read_jsonl
 
 #: What runs are grouped by unless told otherwise: everything that defines a run except its seed.
 DEFAULT_GROUP_BY = ("algo", "env", "config")
@@ -52,10 +52,10 @@ def find_runs(paths: Iterable[str | Path]) -> list[Path]:
     """Run folders named directly, or found one level inside a folder of runs (such as `runs/`)."""
     found: list[Path] = []
     for path in map(Path, paths):
-        if (path / "config.json").is_file():
+        if (path / CONFIG_FILE).is_file():
             found.append(path)
         elif path.is_dir():
-            found += sorted(child for child in path.iterdir() if (child / "config.json").is_file())
+            found += sorted(child for child in path.iterdir() if (child / CONFIG_FILE).is_file())
         else:
             raise RunDirError(f"{path} is neither a run folder nor a folder of runs")
     return found
@@ -63,11 +63,11 @@ def find_runs(paths: Iterable[str | Path]) -> list[Path]:
 
 def load_score(path: Path) -> RunScore | None:
     """The run's final evaluation and its evaluation curve; None for a run not yet evaluated."""
-    evals = [r for r in read_jsonl(path / "metrics.jsonl") if r.get("kind") == "eval"]
+    evals = [r for r in read_jsonl(path / METRICS_FILE) if r.get("kind") == "eval"]
     if not evals:
         return None
     curve = [(r["step"], r.get("wall_s", math.nan), r["eval_mean"]) for r in evals]
-    return RunScore(path, read_json(path / "config.json"), evals[-1]["eval_mean"], curve)
+    return RunScore(path, read_json(path / CONFIG_FILE), evals[-1]["eval_mean"], curve)
 
 
 def group_key(spec: dict[str, Any], group_by: Sequence[str]) -> str:

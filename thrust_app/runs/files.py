@@ -22,7 +22,12 @@ CHECKPOINT_FORMAT = "thrust-checkpoint"
 #: state per parameter, and loading converts it (`Algorithm.load_state_dict`).
 CHECKPOINT_VERSION = 2
 READABLE_VERSIONS = (1, 2)
-LAST_CHECKPOINT = "last.pt"
+#: The files of a run folder (docs/runs.md: what each holds and who writes it).
+CONFIG_FILE = "config.json"  #: the RunSpec, written once before training (and the budget raised by a resume)
+METRICS_FILE = "metrics.jsonl"  #: one train or eval record per line, appended while training
+LAST_CHECKPOINT = "last.pt"  #: everything needed to continue, replaced at each checkpoint
+SUMMARY_FILE = "summary.json"  #: how the run ended, written when it stops
+STOP_FILE = "STOP"  #: created by anyone to ask the run to stop at its next iteration
 
 
 class CheckpointError(ValueError):

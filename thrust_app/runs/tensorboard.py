@@ -14,7 +14,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from .files import read_jsonl
+from .files import CONFIG_FILE, METRICS_FILE, read_jsonl
 
 TB_FOLDER = "tb"
 
@@ -54,9 +54,9 @@ class TensorBoardSink:
 def export_run(run_dir: str | Path) -> Path:
     """Write (again) a run's TensorBoard events from its metrics.jsonl; returns the events folder."""
     run_dir = Path(run_dir)
-    records = read_jsonl(run_dir / "metrics.jsonl")
+    records = read_jsonl(run_dir / METRICS_FILE)
     shutil.rmtree(run_dir / TB_FOLDER, ignore_errors=True)  # replace, never duplicate, earlier exports
-    sink = TensorBoardSink(run_dir, started_at=(run_dir / "config.json").stat().st_mtime)
+    sink = TensorBoardSink(run_dir, started_at=(run_dir / CONFIG_FILE).stat().st_mtime)
     for record in records:
         sink(record)
     sink.close()

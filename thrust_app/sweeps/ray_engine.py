@@ -34,7 +34,7 @@ import ray
 from ray import tune
 
 from ..config import ConfigError
-from ..runs.files import atomic_write_json, read_json
+from ..runs.files import LAST_CHECKPOINT, atomic_write_json, read_json
 from ..training.run_spec import make_spec
 from ..training.trainer import ResumeFrom, Trainer
 from .ray_loopback import LOOPBACK, loopback_environment, pinned_to_loopback
@@ -177,7 +177,7 @@ class TrialReporter:
         }
         with tempfile.TemporaryDirectory(prefix="report-", dir=self.scratch_root) as folder:
             if self.spec.pruner == "pbt":  # other trials restart from this state, later too: Tune keeps a copy
-                trainer.checkpoint(Path(folder) / "last.pt")
+                trainer.checkpoint(Path(folder) / LAST_CHECKPOINT)
             else:  # the run folder's own last.pt holds the state; Tune's checkpoint marks the trial and step
                 trainer.save_finite_checkpoint()  # (weights no longer finite: the last finite last.pt stays)
             atomic_write_json(Path(folder) / TRIAL_FILE, {**self.meta, "step": trainer.step})
@@ -201,13 +201,13 @@ def restart_point(
     source = read_json(scratch / TRIAL_FILE)
     run_dir = run_folder(root, spec, number, 0)
     if source["trial"] == number and source["params"] == params:
-        return ResumeFrom(checkpoint=scratch / "last.pt") if (scratch / "last.pt").exists() else None
+        return ResumeFrom(checkpoint=scratch / LAST_CHECKPOINT) if (scratch / LAST_CHECKPOINT).exists() else None
     record = read_json(run_dir / TRIAL_FILE) if (run_dir / TRIAL_FILE).exists() else {}
     exploit = {"step": source["step"], "from_trial": source["trial"], "from_params": source["params"], "params": params}
     if record.get("exploits", [None])[-1] != exploit:  # Tune may restart a trial from the same one twice
         record["exploits"] = [*record.get("exploits", []), exploit]
         atomic_write_json(run_dir / TRIAL_FILE, record)
-    return ResumeFrom(checkpoint=scratch / "last.pt", overrides=params)
+    return ResumeFrom(checkpoint=scratch / LAST_CHECKPOINT, overrides=params)
 
 
 # -- the driver -------------------------------------------------------------------------------------------

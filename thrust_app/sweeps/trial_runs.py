@@ -8,7 +8,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..runs.files import atomic_write_json, read_json
+from ..runs.files import CONFIG_FILE, LAST_CHECKPOINT, SUMMARY_FILE, atomic_write_json, read_json
 from .spec import TRIAL_FILE, SweepSpec
 
 if TYPE_CHECKING:
@@ -36,14 +36,14 @@ def run_seed(
 
     run_dir = run_folder(folder, spec, number, index)
     quiet = {"progress": False, "log": lambda _: None, "on_iteration": hook}
-    if (run_dir / "config.json").exists() and not (run_dir / "last.pt").exists() and start is None:
+    if (run_dir / CONFIG_FILE).exists() and not (run_dir / LAST_CHECKPOINT).exists() and start is None:
         shutil.rmtree(run_dir)  # killed before its first checkpoint: nothing to keep, start it again
-    ended = read_json(run_dir / "summary.json") if (run_dir / "summary.json").exists() else {}
+    ended = read_json(run_dir / SUMMARY_FILE) if (run_dir / SUMMARY_FILE).exists() else {}
     if start is not None:
         summary = resume(run_dir, start=start, **quiet)
     elif ended.get("status") in ("finished", "solved"):
         summary = ended
-    elif (run_dir / "last.pt").exists():  # killed (no summary), or stopped by a signal: go on from there
+    elif (run_dir / LAST_CHECKPOINT).exists():  # killed (no summary), or stopped by a signal: go on from there
         summary = resume(run_dir, **quiet)
     else:
         summary = train(

@@ -19,7 +19,7 @@ import torch
 
 from .. import __version__
 from ..algos.base import Iteration
-from ..runs.files import append_jsonl
+from ..runs.files import METRICS_FILE, append_jsonl
 from .evaluation import EvalResult
 from .run_spec import RunSpec
 
@@ -86,7 +86,7 @@ class RunLogger:
     def __init__(
         self, run_dir: Path, spec: RunSpec, threshold: float | None, progress: bool, on_record: RecordListener | None = None
     ) -> None:
-        self.metrics_path = run_dir / "metrics.jsonl"
+        self.metrics_path = run_dir / METRICS_FILE
         self.spec = spec
         self.threshold = threshold
         self.progress = progress

@@ -14,7 +14,7 @@ from ..config import ConfigError, apply_overrides
 from ..envs import env_spaces, make_env
 from ..envs.batched import BATCHED_ENVS
 from ..envs.core import UnknownEnvError, resolve_env_id
-from ..runs.files import RunDirError, read_json
+from ..runs.files import CONFIG_FILE, RunDirError, read_json
 from .presets import Preset, get_preset
 
 #: Returns at which Thrust's envs count as solved (gymnasium envs use their spec's reward_threshold).
@@ -195,7 +195,7 @@ def with_overrides(spec: RunSpec, overrides: dict[str, Any]) -> RunSpec:
 
 def load_spec(run_dir: str | Path) -> RunSpec:
     """The RunSpec a run folder's config.json holds."""
-    path = Path(run_dir) / "config.json"
+    path = Path(run_dir) / CONFIG_FILE
     if not path.is_file():
         raise RunDirError(f"{run_dir} is not a Thrust run folder (no config.json)")
     saved = read_json(path)

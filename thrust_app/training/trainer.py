@@ -29,7 +29,11 @@ from ..algos.base import Algorithm, deterministic_action
 from ..envs.batched import make_batched
 from ..envs.tensors import EnvIO
 from ..runs.files import (
+    CONFIG_FILE,
     LAST_CHECKPOINT,
+    METRICS_FILE,
+    STOP_FILE,
+    SUMMARY_FILE,
     RunDirError,
     atomic_write_json,
     load_checkpoint,
@@ -45,9 +49,6 @@ from .device import resolve_device
 from .evaluation import evaluate
 from .run_logger import RecordListener, RunLogger
 from .run_spec import RunSpec, load_spec, make_spec, solve_threshold, with_overrides
-
-#: A file of this name in a run folder asks the run to stop at its next iteration (checkpoint kept).
-STOP_FILE = "STOP"
 
 #: Seeds of evaluation episodes start here, away from the training envs' seeds.
 EVAL_SEED_OFFSET = 1_000_000
@@ -211,7 +212,7 @@ class Trainer:
         summary = self.logger.summary(status, self.step, self.device)
         summary["diverged_at_step"] = self.diverged_at_step
         summary["run_dir"] = str(self.run_dir)
-        atomic_write_json(self.run_dir / "summary.json", summary)
+        atomic_write_json(self.run_dir / SUMMARY_FILE, summary)
         self.logger.close()
         self.env.close()
         return summary
@@ -351,7 +352,7 @@ def claim_run_dir(spec: RunSpec, run_dir: str | Path | None, runs_root: str | Pa
         stem = f"{spec.algo}-{alias}-s{spec.seed}-{time.strftime('%Y%m%d-%H%M%S')}"
         return new_run_dir(Path(runs_root), stem)
     run_dir = Path(run_dir)
-    if (run_dir / "config.json").exists():
+    if (run_dir / CONFIG_FILE).exists():
         raise RunDirError(
             f"{run_dir} already holds a run; continue it with `thrust train --resume {run_dir}` or choose another --run-dir"
         )
@@ -362,8 +363,8 @@ def write_config(run_dir: Path, spec: RunSpec) -> None:
     """config.json (the spec, the command that repeats it, the versions) and an empty metrics file."""
     run_dir.mkdir(parents=True, exist_ok=True)
     versions = {"thrust_version": __version__, "torch_version": torch.__version__}
-    atomic_write_json(run_dir / "config.json", {**dataclasses.asdict(spec), "command": spec.command(), **versions})
-    (run_dir / "metrics.jsonl").touch()
+    atomic_write_json(run_dir / CONFIG_FILE, {**dataclasses.asdict(spec), "command": spec.command(), **versions})
+    (run_dir / METRICS_FILE).touch()
 
 
 @dataclasses.dataclass
@@ -410,7 +411,7 @@ def _resume_in(
         spec = dataclasses.replace(spec, timesteps=timesteps)
     if start.overrides:
         spec = with_overrides(spec, start.overrides)
-    summary_path = run_dir / "summary.json"
+    summary_path = run_dir / SUMMARY_FILE
     done = read_json(summary_path) if summary_path.exists() and start.checkpoint is None else {}
     if done.get("status") in ("finished", "solved") and done.get("timesteps", 0) >= spec.timesteps:
         raise RunDirError(
@@ -425,8 +426,8 @@ def _resume_in(
     if start.overrides:
         write_config(run_dir, spec)
     elif timesteps is not None:
-        atomic_write_json(run_dir / "config.json", {**read_json(run_dir / "config.json"), "timesteps": timesteps})
-    truncate_metrics(run_dir / "metrics.jsonl", trainer.step)
+        atomic_write_json(run_dir / CONFIG_FILE, {**read_json(run_dir / CONFIG_FILE), "timesteps": timesteps})
+    truncate_metrics(run_dir / METRICS_FILE, trainer.step)
     log(f"thrust: resuming {spec.algo} on {spec.env} at step {trainer.step:,} of {spec.timesteps:,}, device {torch_device}")
     return trainer.run()
 

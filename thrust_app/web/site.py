@@ -43,15 +43,8 @@ NPM_FILES = (
     "@tensorflow/tfjs-backend-webgpu/dist/tf-backend-webgpu.min.js",
     "protobufjs/dist/protobuf.min.js",
 )
-PAGE_FILES = (
-    "index.html",
-    "styles.css",
-    "src/env.js",
-    "src/player.js",
-    "src/policy.js",
-    "src/render.js",
-    *(f"src/train/{name}.js" for name in ("bundle", "curve", "panel", "ppo", "tf", "trainer", "worker")),
-)
+#: The page's own files, relative to web/: its HTML, its style and every module under src/.
+PAGE_FILES = ("index.html", "styles.css", *sorted(str(p.relative_to(WEB_DIR)) for p in (WEB_DIR / "src").rglob("*.js")))
 #: Marks a folder this command wrote, so rebuilding may replace it and nothing else is ever deleted.
 MARKER = ".thrust-site"
 

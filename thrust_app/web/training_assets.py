@@ -54,7 +54,6 @@ def training_catalog() -> dict[str, Any]:
     return {"algo": ALGO, "envs": envs, "help": helps, "eval_seed_offset": EVAL_SEED_OFFSET}
 
 
-@functools.cache
 def trace_initializers(model: Any, linears: list[Any]) -> dict[str, dict[str, Any]]:
     """ONNX initializer name -> the layer of `linears` it holds, weight (stored transposed or not) or bias,
     found by value (each layer was given values no other tensor has)."""
@@ -74,6 +73,7 @@ def trace_initializers(model: Any, linears: list[Any]) -> dict[str, dict[str, An
     return initializers
 
 
+@functools.cache
 def policy_template(env: str) -> tuple[bytes, dict[str, Any]]:
     """(ONNX bytes, description) of `env`'s PPO policy graph as `thrust export` writes it.
 

@@ -44,7 +44,12 @@ export class PyEnv {
     const result = this.core.step(pyAction);
     if (!this.discrete) pyAction.destroy();
     const obsProxy = result.obs;
-    const out = { obs: obsProxy.toJs(), reward: result.reward, terminated: result.terminated, truncated: result.truncated };
+    const out = {
+      obs: obsProxy.toJs(),
+      reward: result.reward,
+      terminated: result.terminated,
+      truncated: result.truncated,
+    };
     obsProxy.destroy();
     result.destroy();
     return out;

@@ -21,7 +21,9 @@ export async function checkBundle(python, manifest, modelBytes) {
   if (problem) throw new Error(problem);
   const digest = await sha256Hex(modelBytes);
   if (digest !== manifest.sha256) {
-    throw new Error(`policy.onnx does not match its manifest: sha256 ${digest.slice(0, 12)}… but the manifest says ${String(manifest.sha256).slice(0, 12)}…`);
+    throw new Error(
+      `policy.onnx does not match its manifest: sha256 ${digest.slice(0, 12)}… but the manifest says ${String(manifest.sha256).slice(0, 12)}…`,
+    );
   }
 }
 
@@ -44,7 +46,10 @@ function adapterName(adapter) {
 // A software rasteriser (SwiftShader, llvmpipe) behind WebGPU is 20-200x slower than wasm for these nets.
 function isSoftware(adapter) {
   const info = adapter.info || {};
-  return Boolean(info.isFallbackAdapter) || /swiftshader|llvmpipe|software/i.test(`${adapterName(adapter)} ${info.device || ""}`);
+  return (
+    Boolean(info.isFallbackAdapter) ||
+    /swiftshader|llvmpipe|software/i.test(`${adapterName(adapter)} ${info.device || ""}`)
+  );
 }
 
 const fmtMs = (value) => (value < 1 ? value.toFixed(2) : value.toFixed(1));
@@ -65,7 +70,10 @@ export async function choosePolicy(manifest, modelBytes, requested, progress = (
   }
   if (!adapter) return { policy: await create("wasm"), why: `no WebGPU (${why}); using wasm` };
   if (isSoftware(adapter)) {
-    return { policy: await create("wasm"), why: `the only WebGPU adapter is a software one (${adapterName(adapter)}): no GPU; using wasm` };
+    return {
+      policy: await create("wasm"),
+      why: `the only WebGPU adapter is a software one (${adapterName(adapter)}): no GPU; using wasm`,
+    };
   }
   progress("timing wasm on this model");
   const wasm = await create("wasm");
@@ -83,7 +91,9 @@ export async function choosePolicy(manifest, modelBytes, requested, progress = (
 export class Policy {
   static async create(manifest, modelBytes, ep) {
     const session = await ort.InferenceSession.create(modelBytes, {
-      executionProviders: [ep], graphOptimizationLevel: "all", logSeverityLevel: 3,
+      executionProviders: [ep],
+      graphOptimizationLevel: "all",
+      logSeverityLevel: 3,
     }).catch((err) => {
       throw new Error(`onnxruntime-web could not load policy.onnx on ${ep}: ${err.message}`);
     });
@@ -117,14 +127,18 @@ export class Policy {
     try {
       outputs = await this.session.run({ [this.inputName]: input });
     } catch (err) {
-      throw new Error(`the policy could not be run on ${this.ep}: ${String(err.message).split("\n")[0]} — the model's input does not fit this env's observations, or the model is damaged`);
+      throw new Error(
+        `the policy could not be run on ${this.ep}: ${String(err.message).split("\n")[0]} — the model's input does not fit this env's observations, or the model is damaged`,
+      );
     }
     const ms = performance.now() - started;
     const tensor = outputs[this.manifest.action_output];
     if (!tensor) throw new Error(`the model gave no "${this.manifest.action_output}" output`);
     const expected = ACTION_DTYPE[this.kind];
     if (tensor.type !== expected) {
-      throw new Error(`action output has dtype ${tensor.type}, expected ${expected}: the bundle and the player disagree`);
+      throw new Error(
+        `action output has dtype ${tensor.type}, expected ${expected}: the bundle and the player disagree`,
+      );
     }
     const data = await tensor.getData();
     for (const t of Object.values(outputs)) t.dispose?.();

@@ -1,6 +1,15 @@
 // Canvas drawings of the four envs from their cores' render_state(), in the colours of
 // thrust_app/envs/render.py (the desktop's rgb_array frames).
-const C = { bg: "#fafaf7", ink: "#282c34", accent: "#4285f4", good: "#34a853", bad: "#db4437", food: "#ea4335", muted: "#c8c8c4", cell: "#f0f0ec" };
+const C = {
+  bg: "#fafaf7",
+  ink: "#282c34",
+  accent: "#4285f4",
+  good: "#34a853",
+  bad: "#db4437",
+  food: "#ea4335",
+  muted: "#c8c8c4",
+  cell: "#f0f0ec",
+};
 
 function clear(ctx) {
   ctx.fillStyle = C.bg;
@@ -85,7 +94,12 @@ function bandit(ctx, s) {
   }
 }
 
-const DRAW = { "thrust/CartPole-v0": cartpole, "thrust/Pendulum-v0": pendulum, "thrust/Snake-v0": snake, "thrust/Bandit-v0": bandit };
+const DRAW = {
+  "thrust/CartPole-v0": cartpole,
+  "thrust/Pendulum-v0": pendulum,
+  "thrust/Snake-v0": snake,
+  "thrust/Bandit-v0": bandit,
+};
 
 export function draw(canvas, envId, state) {
   const ctx = canvas.getContext("2d");

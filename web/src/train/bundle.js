@@ -38,13 +38,15 @@ export async function buildBundle(template, weights, fields) {
   const ModelProto = await onnxModelProto();
   const model = ModelProto.decode(template.model);
   const { initializers, sizes } = template.description;
-  if (weights.length !== sizes.length - 1) throw new Error(`the template has ${sizes.length - 1} layers, the trained policy ${weights.length}`);
+  if (weights.length !== sizes.length - 1)
+    throw new Error(`the template has ${sizes.length - 1} layers, the trained policy ${weights.length}`);
   for (const tensor of model.graph.initializer) {
     const slot = initializers[tensor.name];
     if (!slot) continue;
     const layer = weights[slot.layer];
     const values = slot.kind === "bias" ? layer.b : slot.transpose ? transpose(layer.W, layer.shape) : layer.W;
-    if (values.length !== tensor.dims.reduce((a, b) => a * Number(b), 1)) throw new Error(`initializer ${tensor.name} holds ${tensor.dims} values, the trained layer ${values.length}`);
+    if (values.length !== tensor.dims.reduce((a, b) => a * Number(b), 1))
+      throw new Error(`initializer ${tensor.name} holds ${tensor.dims} values, the trained layer ${values.length}`);
     tensor.raw_data = new Uint8Array(Float32Array.from(values).buffer); // little-endian float32, as ONNX stores raw data
     tensor.float_data = [];
   }

@@ -1,6 +1,13 @@
 // The Train mode's live learning curve on a canvas: every finished episode's return (dots), their running
 // mean over the last 20 episodes (line), each evaluation's mean return (squares), and the solve threshold.
-const COLOURS = { axis: "#c8c8c4", ink: "#282c34", episode: "rgba(66, 133, 244, 0.25)", mean: "#4285f4", evaluation: "#34a853", threshold: "#db4437" };
+const COLOURS = {
+  axis: "#c8c8c4",
+  ink: "#282c34",
+  episode: "rgba(66, 133, 244, 0.25)",
+  mean: "#4285f4",
+  evaluation: "#34a853",
+  threshold: "#db4437",
+};
 
 export function drawCurve(canvas, { episodes, evals, threshold, timesteps }) {
   const ctx = canvas.getContext("2d");
@@ -8,7 +15,11 @@ export function drawCurve(canvas, { episodes, evals, threshold, timesteps }) {
   const pad = { left: 48, right: 10, top: 10, bottom: 24 };
   ctx.fillStyle = "#fff";
   ctx.fillRect(0, 0, width, height);
-  const values = [...episodes.map((e) => e.ret), ...evals.map((e) => e.mean), ...(threshold === null ? [] : [threshold])];
+  const values = [
+    ...episodes.map((e) => e.ret),
+    ...evals.map((e) => e.mean),
+    ...(threshold === null ? [] : [threshold]),
+  ];
   const low = values.length ? Math.min(...values) : 0;
   const high = values.length ? Math.max(...values) : 1;
   const span = high - low || 1;

@@ -45,7 +45,13 @@ class TrainingWorker {
 
 export function setupTrainPanel({ playBundle, showError }) {
   const catalogReady = fetch(new URL("../../py/training.json", import.meta.url)).then((r) => r.json());
-  const state = { worker: null, running: null, curve: { episodes: [], evals: [], threshold: null, timesteps: 1 }, bundle: null, lastResult: null };
+  const state = {
+    worker: null,
+    running: null,
+    curve: { episodes: [], evals: [], threshold: null, timesteps: 1 },
+    bundle: null,
+    lastResult: null,
+  };
 
   const worker = () => (state.worker ??= new TrainingWorker(onEvent));
 
@@ -53,7 +59,8 @@ export function setupTrainPanel({ playBundle, showError }) {
     const catalog = await catalogReady;
     const envSelect = $("train-env");
     envSelect.innerHTML = "";
-    for (const [alias, entry] of Object.entries(catalog.envs)) envSelect.append(new Option(`${alias} (${entry.env_id})`, alias));
+    for (const [alias, entry] of Object.entries(catalog.envs))
+      envSelect.append(new Option(`${alias} (${entry.env_id})`, alias));
     envSelect.value = "cartpole";
     fillPresets();
   }
@@ -98,7 +105,8 @@ export function setupTrainPanel({ playBundle, showError }) {
     const config = { ...preset.config };
     for (const name of FIELDS) {
       const value = Number($(`train-${name}`).value);
-      if (!Number.isFinite(value) || value < 0) throw new Error(`${name} must be a number >= 0, got "${$(`train-${name}`).value}"`);
+      if (!Number.isFinite(value) || value < 0)
+        throw new Error(`${name} must be a number >= 0, got "${$(`train-${name}`).value}"`);
       config[name] = Number.isInteger(preset.config[name]) ? Math.round(value) : value;
     }
     for (const name of ["n_envs", "n_steps", "batch_size", "n_epochs"]) {
@@ -125,9 +133,10 @@ export function setupTrainPanel({ playBundle, showError }) {
       $("train-progress").max = report.timesteps;
       $("train-progress").value = report.step;
       const last = state.curve.evals[state.curve.evals.length - 1];
-      $("train-status").textContent = `${report.step.toLocaleString()} / ${report.timesteps.toLocaleString()} steps, ${report.seconds.toFixed(1)} s, `
-        + `${Math.round(report.stepsPerSecond).toLocaleString()} steps/s, update ${report.updateMs.toFixed(1)} ms`
-        + (last ? `, last eval ${last.mean.toFixed(1)}` : "");
+      $("train-status").textContent =
+        `${report.step.toLocaleString()} / ${report.timesteps.toLocaleString()} steps, ${report.seconds.toFixed(1)} s, ` +
+        `${Math.round(report.stepsPerSecond).toLocaleString()} steps/s, update ${report.updateMs.toFixed(1)} ms` +
+        (last ? `, last eval ${last.mean.toFixed(1)}` : "");
     }
   }
 
@@ -142,12 +151,17 @@ export function setupTrainPanel({ playBundle, showError }) {
   async function applyRequest(request) {
     const catalog = await catalogReady;
     const entry = catalog.envs[request.env];
-    if (!entry) throw new Error(`the Train mode has no env "${request.env}"; it trains ${Object.keys(catalog.envs).join(", ")}`);
-    if ((request.algo ?? catalog.algo) !== catalog.algo) throw new Error(`the Train mode trains ${catalog.algo} only, not "${request.algo}"`);
+    if (!entry)
+      throw new Error(`the Train mode has no env "${request.env}"; it trains ${Object.keys(catalog.envs).join(", ")}`);
+    if ((request.algo ?? catalog.algo) !== catalog.algo)
+      throw new Error(`the Train mode trains ${catalog.algo} only, not "${request.algo}"`);
     $("train-env").value = request.env;
     await fillPresets();
     if (request.preset !== undefined) {
-      if (!(request.preset in entry.presets)) throw new Error(`no preset "${request.preset}" for ${request.env}; its presets: ${Object.keys(entry.presets).join(", ")}`);
+      if (!(request.preset in entry.presets))
+        throw new Error(
+          `no preset "${request.preset}" for ${request.env}; its presets: ${Object.keys(entry.presets).join(", ")}`,
+        );
       $("train-preset").value = request.preset;
       await fillFields();
     }
@@ -157,7 +171,8 @@ export function setupTrainPanel({ playBundle, showError }) {
     }
     if (request.seed !== undefined) $("train-seed").value = String(request.seed);
     if (request.backend !== undefined) {
-      if (!BACKEND_CHOICES.includes(request.backend)) throw new Error(`unknown backend "${request.backend}"; choose ${BACKEND_CHOICES.join(", ")}`);
+      if (!BACKEND_CHOICES.includes(request.backend))
+        throw new Error(`unknown backend "${request.backend}"; choose ${BACKEND_CHOICES.join(", ")}`);
       $("train-backend").value = request.backend;
     }
     if (request.timesteps !== undefined) $("train-timesteps").value = String(request.timesteps);
@@ -184,23 +199,36 @@ export function setupTrainPanel({ playBundle, showError }) {
     setRunning(true);
     $("train-status").textContent = "starting Python and TensorFlow.js in the worker…";
     const template = fetchTemplate(env);
-    state.running = worker().request("train", { env, run, seed, backend, stopAt, maxSeconds: request?.maxSeconds ?? Infinity, evalSeedOffset: catalog.eval_seed_offset });
+    state.running = worker().request("train", {
+      env,
+      run,
+      seed,
+      backend,
+      stopAt,
+      maxSeconds: request?.maxSeconds ?? Infinity,
+      evalSeedOffset: catalog.eval_seed_offset,
+    });
     try {
       const result = await state.running;
       result.receivedAt = performance.now(); // the worker is done; building and loading the bundle follow
       const bundle = await buildBundle(await template, result.weights, {
         training: {
-          timesteps: result.steps, eval_mean: result.evalMean, solved_at_step: result.solvedAtStep, seed,
-          device: `browser: TensorFlow.js ${result.backendDetail}`, wall_s: Number(result.seconds.toFixed(3)),
+          timesteps: result.steps,
+          eval_mean: result.evalMean,
+          solved_at_step: result.solvedAtStep,
+          seed,
+          device: `browser: TensorFlow.js ${result.backendDetail}`,
+          wall_s: Number(result.seconds.toFixed(3)),
         },
         config: run.config,
         command: `trained in the browser player's Train mode (${env}, seed ${seed}); on the desktop: ${run.command}`,
       });
       state.bundle = { name: `trained in this tab (${env}, seed ${seed})`, ...bundle };
       offerDownload(state.bundle);
-      $("train-status").textContent = `${result.status} after ${result.steps.toLocaleString()} steps in ${result.seconds.toFixed(1)} s`
-        + (result.evalMean === null ? "" : `, last eval ${result.evalMean.toFixed(1)}`)
-        + (request ? "; the trained policy is loaded in the player" : "; the trained policy plays above");
+      $("train-status").textContent =
+        `${result.status} after ${result.steps.toLocaleString()} steps in ${result.seconds.toFixed(1)} s` +
+        (result.evalMean === null ? "" : `, last eval ${result.evalMean.toFixed(1)}`) +
+        (request ? "; the trained policy is loaded in the player" : "; the trained policy plays above");
       await playBundle(state.bundle, { autoplay: !request }); // the automation API plays episodes itself
       delete result.weights;
       state.lastResult = result;
@@ -218,7 +246,7 @@ export function setupTrainPanel({ playBundle, showError }) {
       anchor.href = URL.createObjectURL(new Blob([bytes], { type }));
     };
     link("train-download-onnx", bundle.model, "application/octet-stream");
-    link("train-download-manifest", JSON.stringify(bundle.manifest, null, 2) + "\n", "application/json");
+    link("train-download-manifest", `${JSON.stringify(bundle.manifest, null, 2)}\n`, "application/json");
     $("train-download").hidden = false;
   }
 
@@ -232,15 +260,22 @@ export function setupTrainPanel({ playBundle, showError }) {
   };
   $("train-env").addEventListener("change", guarded(fillPresets));
   $("train-preset").addEventListener("change", guarded(fillFields));
-  $("train-start").addEventListener("click", guarded(() => train()));
-  $("train-stop-when-solved").addEventListener("change", (e) => { $("train-stop-at").disabled = !e.target.checked; });
+  $("train-start").addEventListener(
+    "click",
+    guarded(() => train()),
+  );
+  $("train-stop-when-solved").addEventListener("change", (e) => {
+    $("train-stop-at").disabled = !e.target.checked;
+  });
   $("train-stop").addEventListener("click", () => state.worker?.stop());
   fillForm().catch(showError);
 
   return {
     train,
     stop: () => state.worker?.stop(),
-    get bundle() { return state.bundle; },
+    get bundle() {
+      return state.bundle;
+    },
     actions: (observations) => worker().request("actions", { observations }),
     memory: () => worker().request("memory"),
     ready: catalogReady,

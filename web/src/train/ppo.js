@@ -91,7 +91,10 @@ export class ActorCritic {
     }
     // log N(a; mu, sigma) = -(a - mu)^2 / (2 sigma^2) - log sigma - log sqrt(2 pi), summed over dimensions
     const variance = tf.exp(tf.mul(2, this.logStd));
-    const logDensity = tf.sub(tf.neg(tf.div(tf.square(tf.sub(actions, head)), tf.mul(2, variance))), tf.add(this.logStd, 0.5 * Math.log(2 * Math.PI)));
+    const logDensity = tf.sub(
+      tf.neg(tf.div(tf.square(tf.sub(actions, head)), tf.mul(2, variance))),
+      tf.add(this.logStd, 0.5 * Math.log(2 * Math.PI)),
+    );
     const entropyPerDim = tf.add(this.logStd, 0.5 + 0.5 * Math.log(2 * Math.PI)); // H = 1/2 + log(sigma sqrt(2 pi))
     return { logProb: tf.sum(logDensity, -1), entropy: tf.mul(tf.ones([head.shape[0]]), tf.sum(entropyPerDim)) };
   }
@@ -99,11 +102,15 @@ export class ActorCritic {
   // The deterministic action's inputs: the policy tower and head as (W, b) arrays, what a bundle holds.
   async policyWeights() {
     const layers = [...this.policyTower, this.piHead];
-    return Promise.all(layers.map(async (layer) => ({ W: await layer.W.data(), b: await layer.b.data(), shape: layer.W.shape })));
+    return Promise.all(
+      layers.map(async (layer) => ({ W: await layer.W.data(), b: await layer.b.data(), shape: layer.W.shape })),
+    );
   }
 
   setWeights(arrays) {
-    this.variables().forEach((variable, i) => variable.assign(tf.tensor(arrays[i], variable.shape)));
+    this.variables().forEach((variable, i) => {
+      variable.assign(tf.tensor(arrays[i], variable.shape));
+    });
   }
 
   dispose() {
@@ -126,11 +133,18 @@ export function ppoLoss(net, batch, clipRange, config) {
   const logRatio = tf.sub(logProb, batch.oldLogProb);
   const ratio = tf.exp(logRatio); // r = pi(a|s) / pi_old(a|s)
   // L^CLIP = mean(min(r A, clip(r, 1 - eps, 1 + eps) A))
-  const surrogate = tf.minimum(tf.mul(advantages, ratio), tf.mul(advantages, tf.clipByValue(ratio, 1 - clipRange, 1 + clipRange)));
+  const surrogate = tf.minimum(
+    tf.mul(advantages, ratio),
+    tf.mul(advantages, tf.clipByValue(ratio, 1 - clipRange, 1 + clipRange)),
+  );
   const policyLoss = tf.neg(tf.mean(surrogate));
   let value = rawValue;
-  if (config.clip_range_vf) { // V_clipped = V_old + clip(V - V_old, -eps_vf, eps_vf)
-    value = tf.add(batch.oldValue, tf.clipByValue(tf.sub(rawValue, batch.oldValue), -config.clip_range_vf, config.clip_range_vf));
+  if (config.clip_range_vf) {
+    // V_clipped = V_old + clip(V - V_old, -eps_vf, eps_vf)
+    value = tf.add(
+      batch.oldValue,
+      tf.clipByValue(tf.sub(rawValue, batch.oldValue), -config.clip_range_vf, config.clip_range_vf),
+    );
   }
   const valueLoss = tf.mean(tf.square(tf.sub(value, batch.returns))); // L^VF = mean((V - R)^2)
   const entropyMean = tf.mean(entropy);
@@ -152,7 +166,9 @@ export function clippedGradients(net, batch, clipRange, config) {
     const out = ppoLoss(net, batch, clipRange, config);
     // kept past variableGrads' scope, which disposes everything but the loss and gradients: one tensor of
     // the five logged values, for the caller to dispose
-    logs = tf.keep(tf.stack([out.logs.policyLoss, out.logs.valueLoss, out.logs.entropy, out.logs.approxKl, out.logs.clipFraction]));
+    logs = tf.keep(
+      tf.stack([out.logs.policyLoss, out.logs.valueLoss, out.logs.entropy, out.logs.approxKl, out.logs.clipFraction]),
+    );
     return out.loss;
   }, variables);
   // ||g|| over every variable; a stack and a sum, not tf.addN, which corrupts other tensors on tfjs 4.22's WebGPU backend

@@ -44,5 +44,9 @@ export async function describeBackend() {
 export async function webgpuIsSoftware() {
   if (!("gpu" in navigator)) return true;
   const adapter = await navigator.gpu.requestAdapter();
-  return !adapter || Boolean(adapter.info?.isFallbackAdapter) || /swiftshader|llvmpipe/i.test(adapter.info?.description || "");
+  return (
+    !adapter ||
+    Boolean(adapter.info?.isFallbackAdapter) ||
+    /swiftshader|llvmpipe/i.test(adapter.info?.description || "")
+  );
 }

@@ -1,7 +1,7 @@
 // The Train mode's training loop: Thrust's pure-Python env cores (Pyodide, thrust_app/envs/core/vector.py)
 // stepped as one batch per call, PPO in TensorFlow.js (ppo.js). It reads as the desktop trainer does:
 // collect a rollout, compute GAE, update, evaluate on schedule, report, stop at the solve or the budget.
-import { ActorCritic, LOG_NAMES, computeGae, makeRng, minibatchStep, schedule } from "./ppo.js";
+import { ActorCritic, computeGae, LOG_NAMES, makeRng, minibatchStep, schedule } from "./ppo.js";
 import { tf } from "./tf.js";
 
 const median = (values) => {
@@ -18,10 +18,11 @@ const toJsOnce = (proxy) => {
 
 // Lets queued messages (a Stop) in between two iterations without the 4 ms clamp of setTimeout.
 const channel = new MessageChannel();
-export const yieldToEvents = () => new Promise((resolve) => {
-  channel.port1.onmessage = resolve;
-  channel.port2.postMessage(0);
-});
+export const yieldToEvents = () =>
+  new Promise((resolve) => {
+    channel.port1.onmessage = resolve;
+    channel.port2.postMessage(0);
+  });
 
 export class BrowserPPO {
   // run: one entry of py/training.json's presets with the user's changes (config, timesteps, eval_every,
@@ -42,7 +43,16 @@ export class BrowserPPO {
     space.destroy();
     this.rng = makeRng(seed);
     this.net = new ActorCritic(
-      { obsSize: this.obsSize, outSize, discrete: this.discrete, hidden: this.config.hidden, activation: this.config.activation, logStdInit: this.config.log_std_init, low, high },
+      {
+        obsSize: this.obsSize,
+        outSize,
+        discrete: this.discrete,
+        hidden: this.config.hidden,
+        activation: this.config.activation,
+        logStdInit: this.config.log_std_init,
+        low,
+        high,
+      },
       this.rng,
     );
     this.optimizer = tf.train.adam(this.config.learning_rate, 0.9, 0.999, 1e-5);
@@ -116,8 +126,13 @@ export class BrowserPPO {
     const { n_envs: N, n_steps: T, gamma } = this.config;
     const actSize = this.discrete ? 1 : this.net.outSize;
     const rollout = {
-      obs: new Float32Array(T * N * this.obsSize), actions: new Float32Array(T * N * actSize), logProbs: new Float32Array(T * N),
-      values: new Float32Array(T * N), rewards: new Float32Array(T * N), dones: new Float32Array(T * N), episodes: [],
+      obs: new Float32Array(T * N * this.obsSize),
+      actions: new Float32Array(T * N * actSize),
+      logProbs: new Float32Array(T * N),
+      values: new Float32Array(T * N),
+      rewards: new Float32Array(T * N),
+      dones: new Float32Array(T * N),
+      episodes: [],
     };
     const logStd = this.discrete ? null : await this.net.logStd.data();
     for (let t = 0; t < T; t++) {
@@ -129,8 +144,15 @@ export class BrowserPPO {
       rollout.values.set(value, t * N);
       const [obs, rewards, terminated, truncated, truncatedObs, finished] = toJsOnce(this.vec.step(envActions));
       if (truncatedObs.length) {
-        const bootstrap = (await this.forward(truncatedObs.flatMap(([, final]) => final), truncatedObs.length)).value;
-        truncatedObs.forEach(([env], i) => { rewards[env] += gamma * bootstrap[i]; });
+        const bootstrap = (
+          await this.forward(
+            truncatedObs.flatMap(([, final]) => final),
+            truncatedObs.length,
+          )
+        ).value;
+        truncatedObs.forEach(([env], i) => {
+          rewards[env] += gamma * bootstrap[i];
+        });
       }
       for (let env = 0; env < N; env++) {
         rollout.rewards[t * N + env] = rewards[env];
@@ -150,13 +172,16 @@ export class BrowserPPO {
     const actSize = this.discrete ? 1 : this.net.outSize;
     const gather = (source, index, width) => {
       const out = new Float32Array(index.length * width);
-      index.forEach((row, i) => out.set(source.subarray(row * width, (row + 1) * width), i * width));
+      index.forEach((row, i) => {
+        out.set(source.subarray(row * width, (row + 1) * width), i * width);
+      });
       return out;
     };
     const logs = [];
     for (let epoch = 0; epoch < config.n_epochs; epoch++) {
       const order = Array.from({ length: n }, (_, i) => i);
-      for (let i = n - 1; i > 0; i--) { // Fisher-Yates
+      for (let i = n - 1; i > 0; i--) {
+        // Fisher-Yates
         const j = Math.floor(this.rng.next() * (i + 1));
         [order[i], order[j]] = [order[j], order[i]];
       }
@@ -164,12 +189,17 @@ export class BrowserPPO {
         const index = order.slice(start, start + config.batch_size);
         const began = performance.now();
         const batch = tf.tidy(() => ({
-            obs: tf.tensor2d(gather(rollout.obs, index, this.obsSize), [index.length, this.obsSize]),
-            actions: this.discrete ? tf.tensor1d(Int32Array.from(index, (row) => rollout.actions[row]), "int32") : tf.tensor2d(gather(rollout.actions, index, actSize), [index.length, actSize]),
-            oldLogProb: tf.tensor1d(gather(rollout.logProbs, index, 1)),
-            oldValue: tf.tensor1d(gather(rollout.values, index, 1)),
-            advantages: tf.tensor1d(gather(advantages, index, 1)),
-            returns: tf.tensor1d(gather(returns, index, 1)),
+          obs: tf.tensor2d(gather(rollout.obs, index, this.obsSize), [index.length, this.obsSize]),
+          actions: this.discrete
+            ? tf.tensor1d(
+                Int32Array.from(index, (row) => rollout.actions[row]),
+                "int32",
+              )
+            : tf.tensor2d(gather(rollout.actions, index, actSize), [index.length, actSize]),
+          oldLogProb: tf.tensor1d(gather(rollout.logProbs, index, 1)),
+          oldValue: tf.tensor1d(gather(rollout.values, index, 1)),
+          advantages: tf.tensor1d(gather(advantages, index, 1)),
+          returns: tf.tensor1d(gather(returns, index, 1)),
         }));
         const stats = minibatchStep(this.net, this.optimizer, batch, clipRange, config);
         tf.dispose(batch);
@@ -180,7 +210,9 @@ export class BrowserPPO {
       }
       if (config.target_kl && logs[logs.length - 1][3] > 1.5 * config.target_kl) break;
     }
-    return Object.fromEntries(LOG_NAMES.map((name, k) => [name, logs.reduce((sum, row) => sum + row[k], 0) / logs.length]));
+    return Object.fromEntries(
+      LOG_NAMES.map((name, k) => [name, logs.reduce((sum, row) => sum + row[k], 0) / logs.length]),
+    );
   }
 
   // One iteration: schedules from progress, rollout, GAE, update.
@@ -191,7 +223,14 @@ export class BrowserPPO {
     const clipRange = schedule(config.clip_range, config.clip_schedule, progressRemaining);
     const rollout = await this.collectRollout();
     const { advantages, returns } = computeGae(
-      rollout.rewards, rollout.values, rollout.dones, rollout.lastValues, config.n_steps, config.n_envs, config.gamma, config.gae_lambda,
+      rollout.rewards,
+      rollout.values,
+      rollout.dones,
+      rollout.lastValues,
+      config.n_steps,
+      config.n_envs,
+      config.gamma,
+      config.gae_lambda,
     );
     const losses = await this.update(rollout, advantages, returns, clipRange);
     this.step += config.n_steps * config.n_envs;
@@ -227,8 +266,14 @@ export class BrowserPPO {
     let status = "budget";
     let evalSeconds = 0;
     while (this.step < this.run.timesteps) {
-      if (shouldStop()) { status = "stopped"; break; }
-      if (seconds() >= maxSeconds) { status = "time limit"; break; }
+      if (shouldStop()) {
+        status = "stopped";
+        break;
+      }
+      if (seconds() >= maxSeconds) {
+        status = "time limit";
+        break;
+      }
       const { episodes, losses, learningRate } = await this.iteration();
       let evaluation = null;
       if (this.step >= nextEval || this.step >= this.run.timesteps) {
@@ -239,17 +284,34 @@ export class BrowserPPO {
         while (nextEval <= this.step) nextEval += this.run.eval_every;
       }
       onProgress({
-        step: this.step, timesteps: this.run.timesteps, seconds: seconds(), stepsPerSecond: this.step / seconds(),
-        updateMs: median(this.updateMs.slice(-200)), episodes, losses, learningRate, evaluation,
+        step: this.step,
+        timesteps: this.run.timesteps,
+        seconds: seconds(),
+        stepsPerSecond: this.step / seconds(),
+        updateMs: median(this.updateMs.slice(-200)),
+        episodes,
+        losses,
+        learningRate,
+        evaluation,
       });
-      if (evaluation && stopAt !== null && evaluation.mean >= stopAt) { status = "solved"; break; }
+      if (evaluation && stopAt !== null && evaluation.mean >= stopAt) {
+        status = "solved";
+        break;
+      }
       await yieldToEvents();
     }
     const last = this.evals[this.evals.length - 1];
-    const solvedAt = stopAt === null ? null : this.evals.find((e) => e.mean >= stopAt)?.step ?? null;
+    const solvedAt = stopAt === null ? null : (this.evals.find((e) => e.mean >= stopAt)?.step ?? null);
     return {
-      status, solved: solvedAt !== null, solvedAtStep: solvedAt, seconds: seconds(), evalSeconds, steps: this.step,
-      evalMean: last?.mean ?? null, updateMs: median(this.updateMs), stepsPerSecond: this.step / seconds(),
+      status,
+      solved: solvedAt !== null,
+      solvedAtStep: solvedAt,
+      seconds: seconds(),
+      evalSeconds,
+      steps: this.step,
+      evalMean: last?.mean ?? null,
+      updateMs: median(this.updateMs),
+      stepsPerSecond: this.step / seconds(),
     };
   }
 

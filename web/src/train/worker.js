@@ -2,8 +2,8 @@
 // page. Requests come as {id, type, ...} and are answered {id, value} or {id, error}; a training run also
 // sends {type: "progress", report} after each iteration. {type: "stop"} ends a run after its iteration.
 import { startPython } from "../env.js";
-import { describeBackend, tf, useBackend, webgpuIsSoftware } from "./tf.js";
 import { ActorCritic, makeRng, minibatchStep } from "./ppo.js";
+import { describeBackend, tf, useBackend, webgpuIsSoftware } from "./tf.js";
 import { BrowserPPO } from "./trainer.js";
 
 const pythonReady = startPython();
@@ -14,7 +14,10 @@ let stopRequested = false;
 async function timeUpdate(run, obsSize, outSize, discrete) {
   const config = run.config;
   const rng = makeRng(0);
-  const net = new ActorCritic({ obsSize, outSize, discrete, hidden: config.hidden, activation: config.activation, low: [-1], high: [1] }, rng);
+  const net = new ActorCritic(
+    { obsSize, outSize, discrete, hidden: config.hidden, activation: config.activation, low: [-1], high: [1] },
+    rng,
+  );
   const optimizer = tf.train.adam(config.learning_rate, 0.9, 0.999, 1e-5);
   const rows = config.batch_size;
   const times = [];
@@ -23,7 +26,10 @@ async function timeUpdate(run, obsSize, outSize, discrete) {
     const batch = tf.tidy(() => ({
       obs: tf.randomNormal([rows, obsSize], 0, 1, "float32", k),
       actions: discrete ? tf.zeros([rows], "int32") : tf.zeros([rows, outSize]),
-      oldLogProb: tf.zeros([rows]), oldValue: tf.zeros([rows]), advantages: tf.randomNormal([rows], 0, 1, "float32", k), returns: tf.ones([rows]),
+      oldLogProb: tf.zeros([rows]),
+      oldValue: tf.zeros([rows]),
+      advantages: tf.randomNormal([rows], 0, 1, "float32", k),
+      returns: tf.ones([rows]),
     }));
     const logs = minibatchStep(net, optimizer, batch, 0.2, config);
     await logs.data();
@@ -37,7 +43,8 @@ async function timeUpdate(run, obsSize, outSize, discrete) {
 
 // "auto": time an update on wasm and cpu (and on WebGPU when the adapter is a real GPU) and keep the faster.
 async function chooseBackend(requested, run, shape) {
-  if (requested !== "auto") return { backend: await useBackend(requested), timings: {}, why: `${requested} chosen by hand` };
+  if (requested !== "auto")
+    return { backend: await useBackend(requested), timings: {}, why: `${requested} chosen by hand` };
   const timings = {};
   const candidates = ["wasm", "cpu"];
   if (!(await webgpuIsSoftware())) candidates.push("webgpu");
@@ -74,10 +81,20 @@ const handlers = {
     postMessage({ type: "backend", chosen });
     trainer = new BrowserPPO(python, { env, run, seed, evalSeedOffset });
     const result = await trainer.train({
-      stopAt, maxSeconds, shouldStop: () => stopRequested,
+      stopAt,
+      maxSeconds,
+      shouldStop: () => stopRequested,
       onProgress: (report) => postMessage({ type: "progress", report }),
     });
-    return { ...result, backend: tf.getBackend(), backendDetail: await describeBackend(), backendWhy: chosen.why, backendTimings: chosen.timings, weights: await trainer.net.policyWeights(), evals: trainer.evals };
+    return {
+      ...result,
+      backend: tf.getBackend(),
+      backendDetail: await describeBackend(),
+      backendWhy: chosen.why,
+      backendTimings: chosen.timings,
+      weights: await trainer.net.policyWeights(),
+      evals: trainer.evals,
+    };
   },
   async actions({ observations }) {
     if (!trainer) throw new Error("no policy has been trained in this tab yet");
@@ -88,7 +105,7 @@ const handlers = {
   },
 };
 
-onmessage = async ({ data }) => {
+self.onmessage = async ({ data }) => {
   if (data.type === "stop") {
     stopRequested = true;
     return;
