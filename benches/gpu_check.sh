@@ -53,7 +53,7 @@ log="$out/gpu_check.log"
   timeout 60 python3 benches/fast_cartpole.py --gpu --seeds 5
   echo "== the CUDA tests: captured DQN/SAC/PPO updates against eager ones, the batched envs, training and loading on cuda"
   timeout 90 python3 -m pytest -q -p no:cacheprovider tests/speed/test_cuda_graphs.py tests/training/test_device.py tests/envs/test_batched.py -k cuda
-  echo "== the compiled updates' kernels on this machine's CPU (backward=compiled; the BLAS its torch build exports)"
+  echo "== the compiled updates' kernels on this machine's CPU (update=numba; the BLAS its torch build exports)"
   timeout 45 python3 -c "from thrust_app.speed.numba_kernels import SGEMM_SOURCE; print('wide products by', SGEMM_SOURCE)"
   timeout 45 python3 -m pytest -q -p no:cacheprovider tests/speed/test_numba_kernels.py tests/speed/test_numba_dqn.py
   echo "== examples on cuda (their progress bars: $out/examples_stderr.log)"

@@ -14,7 +14,7 @@ over the same stretch on both sides: up to the last evaluation both runs reached
 pairs each library runs each algorithm once, untimed, on the quick budget, so that no pair pays the
 process's first-run costs (lazy imports, first calls of each kernel).
 
-    python benches/peers.py [--seeds 5] [--quick] [--json PATH] [--only ppo,dqn] [--eval-every STEPS] [--backward compiled]
+    python benches/peers.py [--seeds 5] [--quick] [--json PATH] [--only ppo,dqn] [--eval-every STEPS] [--update numba]
     python benches/peers.py --peer cleanrl [--seeds 5]     # CleanRL's ppo.py / dqn.py, see cleanrl_peer.py
 
 Needs `pip install stable-baselines3` (with torch==2.13.0 installed first); the CleanRL peer makes
@@ -98,11 +98,9 @@ QUICK_BUDGET = {"ppo": 16_384, "a2c": 16_000, "dqn": 8_000, "sac": 1_500}
 THRUST_OVERRIDES = {"dqn": {"double_dqn": False}}
 
 
-def run_thrust(
-    algo: str, seed: int, budget: int, stop: bool, eval_every: int = EVAL_EVERY, backward: str | None = None
-) -> dict:
+def run_thrust(algo: str, seed: int, budget: int, stop: bool, eval_every: int = EVAL_EVERY, update: str | None = None) -> dict:
     env, _, threshold, _, _, _ = PAIRS[algo]
-    overrides = THRUST_OVERRIDES.get(algo, {}) | ({"backward": backward} if backward else {})
+    overrides = THRUST_OVERRIDES.get(algo, {}) | ({"update": update} if update else {})
     evals: list[tuple[int, float]] = []
     on_record = lambda r: evals.append((r["step"], r["train_s"])) if r["kind"] == "eval" else None  # noqa: E731
     with TemporaryDirectory() as tmp:
@@ -209,9 +207,9 @@ def main() -> None:
     )
     parser.add_argument("--peer", choices=["sb3", "cleanrl"], default="sb3", help="which library to run against")
     parser.add_argument(
-        "--backward",
-        choices=["fast", "compiled", "autograd"],
-        help="Thrust's `backward` setting (default: the config's, fast; compiled exists for dqn and sac)",
+        "--update",
+        choices=["handwritten", "numba", "reference"],
+        help="Thrust's `update` setting (default: the config's, handwritten; numba exists for dqn and sac)",
     )
     args = parser.parse_args()
     torch.set_num_threads(1)
@@ -226,7 +224,7 @@ def main() -> None:
         return
     seeds = 1 if args.quick else args.seeds
     algos = args.only.split(",")
-    thrust = functools.partial(run_thrust, backward=args.backward)
+    thrust = functools.partial(run_thrust, update=args.update)
     if not args.quick:  # each library runs each algorithm once, untimed: no pair pays the process's first-run costs
         for algo in algos:
             for fn in (thrust, run_sb3):

@@ -6,10 +6,10 @@ Groups (suffixed with the backend: `/cpu` always, `/cuda` when torch sees a GPU)
       DQN: one 64-sample batch of the zoo's 256x256 Q-net; SAC: one 256-sample batch, 256x256 nets)
   a2c_train_step_autograd, ppo_train_step_autograd, dqn_train_step_autograd, sac_train_step_autograd,
   ppo_cartpole_steps_per_sec_autograd
-      the same with `backward=autograd`, the reference path: the ratio to the group above is what
+      the same with `update=reference`, the reference path: the ratio to the group above is what
       the written-out backward (actor_critic_backward.py, dqn_backward.py, sac_backward.py) saves, in the same rounds
   ppo_rollout, ppo_rollout_torch
-      one rollout of the zoo's PPO preset (8 envs x 32 steps) with `acting="fast"` (numpy, numpy_rollout.py)
+      one rollout of the zoo's PPO preset (8 envs x 32 steps) with `acting="numpy"` (numpy, numpy_rollout.py)
       and with `acting="torch"` (the reference); on CUDA both act through torch
   ppo_train_step_graph, dqn_train_step_graph, sac_train_step_graph (CUDA only)
       the update captured as a CUDA graph and replayed (`cuda_graphs=True`, cuda_graphs.py)
@@ -62,18 +62,18 @@ def build(algo: str, device: torch.device, **extra):
     return agent, env, io, io.reset(env)
 
 
-def train_step(algo: str, device: torch.device, backward: str = "fast", **extra) -> Callable[[], object]:
+def train_step(algo: str, device: torch.device, update: str = "handwritten", **extra) -> Callable[[], object]:
     """One update on a batch that is ready (collected once, before timing), its gradients computed the
-    `backward` way (fast: written out; autograd: the reference); `extra` are further DQN/SAC settings."""
+    `update` way (handwritten: written out; reference: autograd); `extra` are further DQN/SAC settings."""
     if algo in ("dqn", "sac"):
-        agent, env, io, obs = build(algo, device, learning_starts=1, backward=backward, **extra)
+        agent, env, io, obs = build(algo, device, learning_starts=1, update=update, **extra)
         while agent.buffer.size < 2048:
             obs = agent.iteration(env, io, obs).obs
         return agent.train_step
     if algo == "ppo":  # 256 samples = one minibatch
-        agent, env, io, obs = build(algo, device, n_envs=8, n_steps=32, n_epochs=1, backward=backward, **extra)
+        agent, env, io, obs = build(algo, device, n_envs=8, n_steps=32, n_epochs=1, update=update, **extra)
     else:
-        agent, env, io, obs = build(algo, device, backward=backward, **extra)
+        agent, env, io, obs = build(algo, device, update=update, **extra)
     config = agent.config
     rollout, _ = collect_rollout(env, io, obs, agent.net, config.n_steps, config.gamma)
     advantages, returns = compute_gae(
@@ -120,13 +120,13 @@ def main() -> None:
     benches, units, sync = {}, {}, {}
     for group, algo, extra in [
         ("a2c_train_step", "a2c", {}),
-        ("a2c_train_step_autograd", "a2c", {"backward": "autograd"}),
+        ("a2c_train_step_autograd", "a2c", {"update": "reference"}),
         ("ppo_train_step", "ppo", {}),
-        ("ppo_train_step_autograd", "ppo", {"backward": "autograd"}),
+        ("ppo_train_step_autograd", "ppo", {"update": "reference"}),
         ("dqn_train_step", "dqn", {}),
-        ("dqn_train_step_autograd", "dqn", {"backward": "autograd"}),
+        ("dqn_train_step_autograd", "dqn", {"update": "reference"}),
         ("sac_train_step", "sac", {}),
-        ("sac_train_step_autograd", "sac", {"backward": "autograd"}),
+        ("sac_train_step_autograd", "sac", {"update": "reference"}),
         ("ppo_train_step_graph", "ppo", {"cuda_graphs": True}),
         ("dqn_train_step_graph", "dqn", {"cuda_graphs": True}),
         ("sac_train_step_graph", "sac", {"cuda_graphs": True}),
@@ -141,7 +141,7 @@ def main() -> None:
     for group, algo, extra in [
         ("a2c_cartpole_steps_per_sec", "a2c", {}),
         ("ppo_cartpole_steps_per_sec", "ppo", {}),
-        ("ppo_cartpole_steps_per_sec_autograd", "ppo", {"backward": "autograd"}),
+        ("ppo_cartpole_steps_per_sec_autograd", "ppo", {"update": "reference"}),
         ("dqn_cartpole_steps_per_sec", "dqn", {}),
         ("sac_pendulum_steps_per_sec", "sac", {}),
     ]:

@@ -1,8 +1,8 @@
 """How much of a DQN / SAC update is matmul arithmetic, and how much is everything else.
 
 Times one gradient step of the zoo presets (DQN: 64 samples, 256x256 Q-net; SAC: 256 samples,
-256x256 actor and critics), each way the algorithm can compute it (`backward="compiled"`, the written-out
-update compiled by numba; `backward="fast"`, the written-out update in torch; `backward="autograd"`, the
+256x256 actor and critics), each way the algorithm can compute it (`update="numba"`, the written-out
+update compiled by numba; `update="handwritten"`, the written-out update in torch; `update="reference"`, the
 reference), against its matmul floor: every matmul the step launched (mm, addmm, bmm, baddbmm, forward and
 backward, recorded by a dispatch mode during one step) replayed alone on tensors of the same shapes and
 strides, and the products the written-out update hands to numpy (mlp_backward.matmul), replayed in numpy and,
@@ -15,7 +15,7 @@ evicts some of what they read). The floor's arithmetic rate (2 m k n flops per m
 says how close its matmuls run to the core's peak.
 Then one acting step (the behaviour policy's batch-1 forward, the env step, the replay-buffer write)
 and each of its parts, in microseconds, as the reference (`acting="torch"`) and the fast path
-(`acting="fast"`, numpy_acting.py) take it. Last, what denormal floats cost: the zoo DQN trained twice
+(`acting="numpy"`, numpy_acting.py) take it. Last, what denormal floats cost: the zoo DQN trained twice
 from one seed, iteration by iteration in turn, with denormals flushed to zero (what `resolve_device`
 sets for the thread that trains) and without.
 
@@ -44,7 +44,7 @@ from thrust_app.speed.mlp_backward import adam_step
 from thrust_app.speed.numba_kernels import SGEMM_SOURCE
 from thrust_app.speed.numba_kernels import matmul as compiled_matmul
 from thrust_app.speed.numpy_exploration import NumpyExploration
-from thrust_app.speed.switches import install_backward
+from thrust_app.speed.switches import install_update
 from thrust_app.training.device import resolve_device
 
 MATMULS = {torch.ops.aten.mm, torch.ops.aten.addmm, torch.ops.aten.bmm, torch.ops.aten.baddbmm}
@@ -177,11 +177,11 @@ def main() -> None:
     resolve_device("cpu", torch_threads=1)  # one torch thread, one BLAS thread for numpy
     for algo in ("dqn", "sac"):
         calls = 100 if algo == "dqn" else 20
-        for backward in ("compiled", "fast", "autograd"):
-            agent, env, io, obs = build(algo, torch.device("cpu"), learning_starts=1, backward=backward)
+        for update in ("numba", "handwritten", "reference"):
+            agent, env, io, obs = build(algo, torch.device("cpu"), learning_starts=1, update=update)
             while agent.buffer.size < 2048:
                 obs = agent.iteration(env, io, obs).obs
-            if backward == "compiled":
+            if update == "numba":
                 compiled_floor(agent, calls, args.rounds)
                 continue
             recorder = record(agent.train_step)
@@ -190,7 +190,7 @@ def main() -> None:
             adam = best_ms(adam_steps(agent), calls, args.rounds)
             rest = update - floor - adam
             print(
-                f"{algo} backward={backward}: update {update:.2f} ms = {len(recorder.calls)} matmuls {floor:.2f} ms + "
+                f"{algo} update={update}: update {update:.2f} ms = {len(recorder.calls)} matmuls {floor:.2f} ms + "
                 f"Adam steps {adam:.2f} ms + {recorder.other_ops} other ops {rest:.2f} ms "
                 f"({rest / recorder.other_ops * 1e3:.1f} us each); overhead {1 - floor / update:.0%} (goal <= 25%); "
                 f"the matmuls at {recorder.flops / floor / 1e6:.0f} GFLOP/s"
@@ -204,19 +204,19 @@ def main() -> None:
                 )
         agent.apply_schedules(0.0)  # DQN's epsilon at its final value: most steps act greedily, through the net
         print(f"{algo}: acting step, acting=torch (goal <= 60 us): " + acting_step(agent, env, io, obs, args.rounds))
-        print(f"{algo}: acting step, acting=fast (goal <= 60 us): " + fast_acting_step(agent, env, obs, args.rounds))
+        print(f"{algo}: acting step, acting=numpy (goal <= 60 us): " + fast_acting_step(agent, env, obs, args.rounds))
     print(f"dqn, zoo preset, 40 iterations of 256 steps and 128 updates: {denormal_cost(40, args.rounds)}")
 
 
 def compiled_floor(agent, calls: int, rounds: int) -> None:
-    """The compiled update (`backward="compiled"`) against its floor: the products of the written-out update
+    """The compiled update (`update="numba"`) against its floor: the products of the written-out update
     (the compiled kernels compute the same ones, in the same layouts), replayed by torch and by one numba call;
     the overhead share is taken against the faster of the two."""
-    if agent.speed.backward != "compiled":
-        raise SystemExit(f"{agent.name}: backward=compiled did not take: {'; '.join(agent.notes)}")
-    install_backward(agent, "fast")  # record the written-out update's products, then time the compiled one
+    if agent.speed.update != "numba":
+        raise SystemExit(f"{agent.name}: update=numba did not take: {'; '.join(agent.notes)}")
+    install_update(agent, "handwritten")  # record the written-out update's products, then time the compiled one
     recorder = record(agent.train_step)
-    install_backward(agent, "compiled")
+    install_update(agent, "numba")
     compiled_replay, adam = compiled_replayer(recorder.products), adam_steps(agent)
 
     def replay_after_adam() -> None:  # the products as an update meets them: after an Adam step's memory traffic
@@ -236,7 +236,7 @@ def compiled_floor(agent, calls: int, rounds: int) -> None:
     floor = min(ms["torch"], ms["compiled"])
     rest = ms["update"] - floor - ms["adam"]
     print(
-        f"{agent.name} backward=compiled: update {ms['update']:.2f} ms = {len(recorder.products)} matmuls {floor:.2f} ms "
+        f"{agent.name} update=numba: update {ms['update']:.2f} ms = {len(recorder.products)} matmuls {floor:.2f} ms "
         f"(replayed by torch {ms['torch']:.2f}, compiled {ms['compiled']:.2f}) + Adam steps {ms['adam']:.2f} ms + the "
         f"rest {rest:.2f} ms; overhead {1 - floor / ms['update']:.0%} (goal <= 25%; {1 - ms['torch'] / ms['update']:.0%} "
         f"against the torch replay); wide products by {SGEMM_SOURCE}\n"

@@ -8,6 +8,7 @@ import torch
 
 from thrust_app.algos import ALGOS
 from thrust_app.config import ConfigError, apply_overrides
+from thrust_app.training.run_spec import make_spec
 from thrust_app.training.trainer import train
 
 QUIET = {"progress": False, "log": lambda _: None}
@@ -26,7 +27,7 @@ QUIET = {"progress": False, "log": lambda _: None}
         (["clip_range=-1"], "clip_range must be > 0"),
         (["gae_lambda=1.5"], r"gae_lambda must be in \[0, 1\]"),
         (["max_grad_norm=-1"], "max_grad_norm must be > 0"),
-        (["backward=magic"], "not one of fast, autograd"),
+        (["update=magic"], "not one of handwritten, reference"),
         (["learning_rate"], "expects key=value"),
     ],
 )
@@ -72,8 +73,6 @@ def test_bad_intervals_are_refused_before_a_folder_exists(kwargs, message, tmp_p
 
 
 def test_a_named_preset_sets_its_settings_evaluation_and_stop_and_the_command_repeats_it():
-    from thrust_app.training.run_spec import make_spec
-
     spec = make_spec("ppo", "cartpole", preset="fast")
     assert (spec.config["n_envs"], spec.config["n_steps"], spec.eval_every, spec.stop_at_return) == (8, 32, 1024, 475.0)
     assert spec.overrides == {} and "--preset fast" in spec.command()
@@ -125,3 +124,13 @@ def test_an_unknown_preset_is_one_line_naming_the_presets_there():
 
     with pytest.raises(ConfigError, match=r"no preset 'fast' for sac on thrust/Pendulum-v0; its presets: default"):
         make_spec("sac", "pendulum", preset="fast")
+
+
+def test_the_speed_settings_read_under_their_earlier_names():
+    """Saved configs, sweep files and `--set` from before the renaming (backward=fast|compiled|autograd,
+    acting=fast) mean what they meant."""
+    earlier = make_spec("dqn", "cartpole", overrides={"backward": "compiled", "acting": "fast"}).config
+    assert earlier["update"] == "numba" and earlier["acting"] == "numpy" and "backward" not in earlier
+    assert make_spec("ppo", "cartpole", overrides=["backward=autograd"]).config["update"] == "reference"
+    with pytest.raises(ConfigError, match="not one of handwritten, reference"):
+        make_spec("ppo", "cartpole", overrides={"backward": "compiled"})  # numba serves DQN and SAC only

@@ -164,3 +164,68 @@ def test_readme_links_nothing_outside_the_repository():
     outside = [t for t in targets if not t.startswith("http") and not (ROOT / t).resolve().is_relative_to(ROOT)]
     assert not outside
     assert "../shared" not in (ROOT / "README.md").read_text()
+
+
+#: Modules without a test file of their own, and the test file that covers them (it names the module).
+COVERED_BY = {
+    "algos/base.py": "tests/training/test_trainer.py",
+    "algos/off_policy.py": "tests/algos/test_dqn.py",
+    "algos/on_policy.py": "tests/algos/test_ppo.py",
+    "dashboard/jobs.py": "tests/dashboard/test_app.py",
+    "envs/arrays.py": "tests/envs/test_batched.py",
+    "envs/core/bandit.py": "tests/envs/test_core.py",
+    "envs/core/base.py": "tests/envs/test_core.py",
+    "envs/core/cartpole.py": "tests/envs/test_core.py",
+    "envs/core/pendulum.py": "tests/envs/test_core.py",
+    "envs/core/snake.py": "tests/envs/test_core.py",
+    "envs/core/vector.py": "tests/envs/test_vector_core.py",
+    "envs/demo.py": "tests/envs/test_core.py",
+    "envs/render.py": "tests/envs/test_gym_adapter.py",
+    "envs/tensors.py": "tests/algos/test_rollout.py",
+    "envs/vec.py": "tests/envs/test_gym_adapter.py",
+    "interop/bundle.py": "tests/interop/test_exporter.py",
+    "interop/manifest.py": "tests/web/test_player.py",
+    "interop/onnx_actions.py": "tests/interop/test_importer.py",
+    "interop/playback.py": "tests/web/test_player.py",
+    "interop/safe_pickle.py": "tests/interop/test_importer.py",
+    "interop/sb3_model.py": "tests/interop/test_importer.py",
+    "runs/lock.py": "tests/test_faults.py",
+    "speed/numba_nets.py": "tests/speed/test_numba_kernels.py",
+    "speed/numba_sac.py": "tests/speed/test_sac_backward.py",
+    "speed/numpy_exploration.py": "tests/speed/test_numpy_acting.py",
+    "speed/numpy_rollout.py": "tests/speed/test_numpy_acting.py",
+    "sweeps/launch.py": "tests/sweeps/test_optuna_engine.py",
+    "sweeps/ray_loopback.py": "tests/sweeps/test_ray_engine.py",
+    "sweeps/spec.py": "tests/sweeps/test_optuna_engine.py",
+    "sweeps/trial_runs.py": "tests/sweeps/test_optuna_engine.py",
+    "sweeps/trials.py": "tests/sweeps/test_optuna_engine.py",
+    "training/checkpointer.py": "tests/test_faults.py",
+    "training/evaluation.py": "tests/training/test_trainer.py",
+    "training/presets.py": "tests/training/test_zoo_yaml.py",
+    "training/run_spec.py": "tests/test_config.py",
+    "web/browser.py": "tests/web/test_player.py",
+    "web/core_wheel.py": "tests/web/test_player.py",
+    "web/server.py": "tests/web/test_player.py",
+    "web/training_assets.py": "tests/web/test_train.py",
+}
+
+
+def own_test_file(relative: str) -> Path:
+    """tests/FOLDER/test_NAME.py for thrust_app/FOLDER/NAME.py (top-level modules: tests/test_NAME.py)."""
+    path = Path(relative)
+    return ROOT / "tests" / path.parent / f"test_{path.stem}.py"
+
+
+def test_every_module_has_a_test_file_or_a_named_one_that_covers_it():
+    modules = sorted(
+        str(p.relative_to(PACKAGE)) for p in PACKAGE.rglob("*.py") if p.name not in ("__init__.py", "__main__.py")
+    )
+    untested = [m for m in modules if not own_test_file(m).exists() and m not in COVERED_BY]
+    assert not untested, f"give these a test file, or name the one that covers them in COVERED_BY: {untested}"
+    for module, test_file in COVERED_BY.items():
+        assert not own_test_file(module).exists(), f"{module} has its own test file now: drop it from COVERED_BY"
+        text = (ROOT / test_file).read_text()
+        # the covering file imports the module or its folder, or names the module
+        dotted = "thrust_app." + module.removesuffix(".py").replace("/", ".")
+        folder = dotted.rpartition(".")[0]
+        assert dotted in text or Path(module).stem in text or f"from {folder}" in text, (module, test_file)

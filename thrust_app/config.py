@@ -41,23 +41,30 @@ def check_range(name: str, value: float, ge: float | None, gt: float | None, le:
     raise ConfigError(f"{name} must be {bound}, got {value}")
 
 
-#: The `backward` setting's help for A2C and PPO (the speed switch that replaces their gradient step).
-ON_POLICY_BACKWARD_HELP = (
-    "how gradients are computed: fast (speed/actor_critic_backward.py, written out; vector observations) or "
-    "autograd (loss.backward(), the reference); both give the same gradients"
+# The speed settings (thrust_app/speed/switches.py resolves them): their help, one text each.
+#: `update` of A2C and PPO: what computes the gradient step.
+ON_POLICY_UPDATE_HELP = (
+    "how an update's gradients are computed: handwritten (speed/actor_critic_backward.py, the chain rule written "
+    "out; vector observations) or reference (autograd: loss.backward()); both give the same gradients"
 )
-#: The `backward` setting's help for DQN and SAC (the speed switch that replaces their update).
-OFF_POLICY_BACKWARD_HELP = (
-    "how an update's gradients are computed: fast (speed/dqn_backward.py / sac_backward.py, written out in torch; "
-    "vector observations), compiled (speed/numba_dqn.py / numba_sac.py, the same steps compiled by numba; CPU, "
-    "compiles once per machine) or autograd (the losses then loss.backward(), the reference); all give the same gradients"
+#: `update` of DQN and SAC: what computes the whole update.
+OFF_POLICY_UPDATE_HELP = (
+    "how an update's gradients are computed: handwritten (speed/dqn_backward.py / sac_backward.py, written out in "
+    "torch; vector observations), numba (speed/numba_dqn.py / numba_sac.py, the same steps compiled by numba; CPU, "
+    "compiles once per machine) or reference (autograd: the losses, then loss.backward()); all give the same gradients"
 )
-#: The `cuda_graphs` setting's help, one text for every algorithm that has it.
+#: `cuda_graphs` of PPO, DQN and SAC.
 CUDA_GRAPHS_HELP = (
     "capture the update as a CUDA graph after its first step and replay it (speed/cuda_graphs.py; needs --device cuda, "
-    "backward=fast and constant schedules; otherwise a note says why and the update runs eagerly); PPO also "
+    "update=handwritten and constant schedules; otherwise a note says why and the update runs eagerly); PPO also "
     "captures each rollout's collection when the env's arrays are on the GPU (--env-backend torch)"
 )
+#: Speed settings under their earlier names, still read wherever settings are (saved configs, sweep files,
+#: presets, `--set`): old key -> (key, {old value: value}).
+EARLIER_NAMES = {
+    "backward": ("update", {"fast": "handwritten", "compiled": "numba", "autograd": "reference"}),
+    "acting": ("acting", {"fast": "numpy"}),
+}
 
 
 @dataclasses.dataclass
@@ -69,9 +76,9 @@ class AlgoConfig:
     lr_schedule: Literal["constant", "linear"] = param("constant", "learning rate over training: constant, or linear to 0")
     gamma: float = param(0.99, "discount factor", ge=0, le=1)
     hidden: tuple[int, ...] = param((64, 64), "hidden layer sizes of the MLPs (image observations use a CNN)")
-    acting: Literal["fast", "torch"] = param(
-        "fast",
-        "how the policy acts while collecting experience: fast (speed/numpy_acting.py: its forward in numpy, an "
+    acting: Literal["numpy", "torch"] = param(
+        "numpy",
+        "how the policy acts while collecting experience: numpy (speed/numpy_acting.py: its forward in numpy, an "
         "iteration's noise drawn at once; vector observations, numpy env, CPU) or torch (the reference); both act alike",
     )
 
@@ -187,7 +194,7 @@ def apply_overrides(config: Any, overrides: dict[str, Any] | list[str] | None, a
     hints = typing.get_type_hints(type(config))
     valid = [f.name for f in dataclasses.fields(config)]
     changes = {}
-    for key, raw in overrides.items():
+    for key, raw in (current_name(key, raw) for key, raw in overrides.items()):
         if key not in valid:
             close = difflib.get_close_matches(key, valid, n=1)
             hint = f" did you mean {close[0]!r}?" if close else ""
@@ -196,6 +203,14 @@ def apply_overrides(config: Any, overrides: dict[str, Any] | list[str] | None, a
     new = dataclasses.replace(config, **changes)
     new.validate()
     return new
+
+
+def current_name(key: str, raw: Any) -> tuple[str, Any]:
+    """A setting under its current key and value (`EARLIER_NAMES`); any other passes as it is."""
+    if key not in EARLIER_NAMES:
+        return key, raw
+    new_key, values = EARLIER_NAMES[key]
+    return new_key, values.get(raw, raw) if isinstance(raw, str) else raw
 
 
 def schedule(value: float, kind: str, progress_remaining: float) -> float:

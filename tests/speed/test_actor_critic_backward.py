@@ -1,4 +1,4 @@
-"""The written-out backward (`backward="fast"`) gives the reference's gradients: autograd through
+"""The written-out backward (`update="handwritten"`) gives the reference's gradients: autograd through
 `ActorCritic.evaluate_actions` on the algorithm files' own losses."""
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from thrust_app.envs.tensors import EnvIO
 from thrust_app.nets.policies import ActorCritic
 from thrust_app.speed import actor_critic_backward as actor_critic_backward
 from thrust_app.speed.actor_critic_backward import fast_backward, unsupported_reason
-from thrust_app.speed.switches import choose_backward
+from thrust_app.speed.switches import apply_speed, choose_update
 
 
 def reference_gradients(net, obs, actions, loss_fn):
@@ -85,28 +85,29 @@ def test_fast_gradients_equal_autograds(loss, hidden, activation, space):
 
 @pytest.mark.parametrize("algo_cls", [PPO, A2C])
 def test_the_switch_trains_the_same_policy_either_way(algo_cls):
-    """One whole iteration (rollout, every minibatch, optimizer steps) with each setting of `backward`."""
+    """One whole iteration (rollout, every minibatch, optimizer steps) with each setting of `update`."""
     nets = []
-    for backward in ("fast", "autograd"):
+    for update in ("handwritten", "reference"):
         torch.manual_seed(0)
         env = make_batched("cartpole", 4, seed=0)
         extra = {"batch_size": 64} if algo_cls is PPO else {}
-        config = algo_cls.Config(n_envs=4, n_steps=32, backward=backward, **extra)
+        config = algo_cls.Config(n_envs=4, n_steps=32, update=update, **extra)
         algo = algo_cls(env.observation_space.shape, env.action_space, config, torch.device("cpu"), seed=0)
         algo.apply_schedules(1.0)
+        assert apply_speed(algo, env).update == update
         env_io = EnvIO(torch.device("cpu"))
         algo.iteration(env, env_io, env_io.reset(env))
         nets.append(algo.net)
     torch.testing.assert_close(nets[0].flat, nets[1].flat, atol=1e-5, rtol=1e-4)
 
 
-def test_image_observations_fall_back_to_autograd_with_a_note():
+def test_image_observations_fall_back_to_the_reference_with_a_note():
     net = ActorCritic((3, 5, 5), Discrete(3))
     assert "CNN" in unsupported_reason(net)
     env = make_batched("snake", 1, seed=0)
     algo = PPO(env.observation_space.shape, env.action_space, PPOConfig(), torch.device("cpu"), seed=0)
-    assert choose_backward(algo) == "autograd"
-    assert any("falls back to autograd" in note for note in algo.notes)
+    assert choose_update(algo) == "reference"
+    assert any("falls back to reference" in note for note in algo.notes)
 
 
 def test_a_written_out_gradient_that_disagrees_with_the_loss_falls_back_with_a_warning(monkeypatch):

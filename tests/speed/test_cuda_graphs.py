@@ -49,7 +49,7 @@ def test_each_unmet_condition_has_its_reason():
     cuda = torch.device("cuda")
     constant = {"lr_schedule": "constant", "clip_schedule": "constant"}
     assert "CUDA device" in unavailable_reason(torch.device("cpu"), True, constant)
-    assert "backward=fast" in unavailable_reason(cuda, False, constant)
+    assert "update=handwritten" in unavailable_reason(cuda, False, constant)
     assert "lr_schedule=constant" in unavailable_reason(cuda, True, {**constant, "lr_schedule": "linear"})
     assert "clip_schedule=constant" in unavailable_reason(cuda, True, {**constant, "clip_schedule": "linear"})
     assert unavailable_reason(cuda, True, constant) is None

@@ -1,4 +1,4 @@
-"""The written-out DQN update (`backward="fast"`) gives the reference's gradients: autograd through
+"""The written-out DQN update (`update="handwritten"`) gives the reference's gradients: autograd through
 `dqn_loss` on the same nets and batch."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from thrust_app.algos.dqn import DQNConfig, dqn_loss
 from thrust_app.envs.core import Discrete
 from thrust_app.nets.policies import QNetwork
 from thrust_app.speed.dqn_backward import fast_dqn_backward, td_loss_gradient, unsupported_reason
-from thrust_app.speed.switches import choose_backward
+from thrust_app.speed.switches import choose_update
 
 
 @pytest.mark.parametrize("loss", ["huber", "mse"])
@@ -43,13 +43,13 @@ def test_the_switch_trains_the_same_q_net_either_way(run_iterations):
     """Whole iterations (acting, sampling, updates, target copies, Adam) with each setting of `backward`."""
     settings = {"learning_starts": 64, "batch_size": 32, "train_freq": 4, "target_update_interval": 128}
     (fast, _), (reference, _) = (
-        run_iterations(DQN, "cartpole", 64, n_envs=2, backward=way, **settings) for way in ("fast", "autograd")
+        run_iterations(DQN, "cartpole", 64, n_envs=2, update=way, **settings) for way in ("handwritten", "reference")
     )
     torch.testing.assert_close(fast.q_net.flat, reference.q_net.flat, atol=1e-5, rtol=1e-4)
 
 
-def test_image_observations_fall_back_to_autograd_with_a_note():
+def test_image_observations_fall_back_to_the_reference_with_a_note():
     assert "CNN" in unsupported_reason(QNetwork((3, 5, 5), 4))
     algo = DQN((3, 5, 5), Discrete(4), DQNConfig(buffer_size=16), torch.device("cpu"), seed=0)
-    assert choose_backward(algo) == "autograd"
-    assert any("falls back to autograd" in note for note in algo.notes)
+    assert choose_update(algo) == "reference"
+    assert any("falls back to reference" in note for note in algo.notes)

@@ -1,4 +1,4 @@
-"""The compiled DQN update (`backward="compiled"`) gives the reference's clipped gradients and trains the
+"""The compiled DQN update (`update="numba"`) gives the reference's clipped gradients and trains the
 same Q-net; where it cannot run, the written-out torch update does, with a note."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from thrust_app.algos.dqn import DQNConfig, dqn_loss
 from thrust_app.envs.core import Discrete
 from thrust_app.nets.flat_params import clip_grad_norm_
 from thrust_app.speed.numba_dqn import compiled_dqn_gradient
-from thrust_app.speed.switches import choose_backward
+from thrust_app.speed.switches import choose_update
 
 
 @pytest.mark.parametrize("loss", ["huber", "mse"])
@@ -37,14 +37,14 @@ def test_the_switch_trains_the_same_q_net_as_autograd(run_iterations):
     """Whole iterations (acting, sampling, updates, clips, target copies, Adam) compiled and by autograd."""
     settings = {"learning_starts": 64, "batch_size": 32, "train_freq": 4, "target_update_interval": 128}
     (compiled, stats), (reference, _) = (
-        run_iterations(DQN, "cartpole", 64, n_envs=2, backward=way, **settings) for way in ("compiled", "autograd")
+        run_iterations(DQN, "cartpole", 64, n_envs=2, update=way, **settings) for way in ("numba", "reference")
     )
-    assert compiled.speed.backward == "compiled" and reference.speed.backward == "autograd"
+    assert compiled.speed.update == "numba" and reference.speed.update == "reference"
     torch.testing.assert_close(compiled.q_net.flat, reference.q_net.flat, atol=1e-5, rtol=1e-4)
     assert stats["q_loss"] > 0
 
 
-def test_image_observations_fall_back_to_autograd_with_a_note():
-    algo = DQN((3, 5, 5), Discrete(4), DQNConfig(buffer_size=16, backward="compiled"), torch.device("cpu"), seed=0)
-    assert choose_backward(algo) == "autograd"
-    assert any("backward=compiled falls back to autograd" in note and "CNN" in note for note in algo.notes)
+def test_image_observations_fall_back_to_the_reference_with_a_note():
+    algo = DQN((3, 5, 5), Discrete(4), DQNConfig(buffer_size=16, update="numba"), torch.device("cpu"), seed=0)
+    assert choose_update(algo) == "reference"
+    assert any("update=numba falls back to reference" in note and "CNN" in note for note in algo.notes)

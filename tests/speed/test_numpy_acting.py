@@ -1,4 +1,4 @@
-"""acting="fast" (speed/numpy_acting.py, numpy_rollout.py, numpy_exploration.py) acts as the torch reference does:
+"""acting="numpy" (speed/numpy_acting.py, numpy_rollout.py, numpy_exploration.py) acts as the torch reference does:
 the same greedy actions, the same squashed-Gaussian and actor-critic samples for the same noise, the same
 discrete rollouts, the current weights after every optimizer step."""
 
@@ -75,7 +75,7 @@ def test_the_numpy_views_follow_optimizer_steps_and_copies():
 def test_both_acting_paths_fill_the_buffer_alike():
     """One iteration each from the same start: same steps, same shapes, random phase then learning."""
     buffers = {}
-    for acting in ("fast", "torch"):
+    for acting in ("numpy", "torch"):
         env = make_batched("cartpole", 2, seed=0)
         config = {"learning_starts": 64, "train_freq": 48, "gradient_steps": 2, "batch_size": 16, "acting": acting}
         agent = build_algorithm("dqn", env.env_id, config, torch.device("cpu"), seed=0)
@@ -88,7 +88,7 @@ def test_both_acting_paths_fill_the_buffer_alike():
             obs = iteration.obs
         assert agent.num_timesteps == 192 and agent.buffer.size == 192 and iteration.stats
         buffers[acting] = agent.buffer
-    fast, reference = buffers["fast"], buffers["torch"]
+    fast, reference = buffers["numpy"], buffers["torch"]
     assert torch.equal(fast.obs[:64], reference.obs[:64])  # the random phase: the same uniform actions
     assert set(fast.actions.unique().tolist()) == {0, 1} and fast.terminated.sum() > 0
 
@@ -104,7 +104,7 @@ def test_image_observations_fall_back_to_torch_with_a_note(tmp_path):
         progress=False,
         log=lines.append,
     )
-    assert any("acting=fast falls back to torch: image observations" in line for line in lines)
+    assert any("acting=numpy falls back to torch: image observations" in line for line in lines)
     assert summary["timesteps"] >= 600
 
 
@@ -165,8 +165,8 @@ def test_both_rollout_paths_train_ppo_alike_on_pendulum(run_iterations):
     what they learn from them (one iteration's update statistics are close)."""
     settings = {"n_steps": 64, "batch_size": 64}
     (fast, fast_stats), (reference, reference_stats) = (
-        run_iterations(PPO, "pendulum", 1, n_envs=4, acting=way, **settings) for way in ("fast", "torch")
+        run_iterations(PPO, "pendulum", 1, n_envs=4, acting=way, **settings) for way in ("numpy", "torch")
     )
-    assert fast.speed.acting == "fast" and reference.speed.acting == "torch"
+    assert fast.speed.acting == "numpy" and reference.speed.acting == "torch"
     for key in ("value_loss", "entropy"):
         assert fast_stats[key] == pytest.approx(reference_stats[key], rel=0.5), key

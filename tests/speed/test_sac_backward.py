@@ -1,5 +1,5 @@
-"""The written-out SAC updates, in torch (`backward="fast"`, speed/sac_backward.py) and compiled by numba
-(`backward="compiled"`, speed/numba_sac.py), give the reference's gradients, losses and steps:
+"""The written-out SAC updates, in torch (`update="handwritten"`, speed/sac_backward.py) and compiled by numba
+(`update="numba"`, speed/numba_sac.py), give the reference's gradients, losses and steps:
 `SAC.optimize`'s autograd on the same nets, batch and random draws."""
 
 from __future__ import annotations
@@ -9,16 +9,16 @@ import torch
 
 from thrust_app.algos import SAC, SACConfig
 from thrust_app.envs.core import Box
-from thrust_app.speed.switches import choose_backward
+from thrust_app.speed.switches import choose_update
 
 SPACE = Box((-2.0, -0.5), (1.0, 3.0), (2,))  # uneven bounds: the rescaling's factor is not 1
 
 
-def make_sac(backward: str, hidden: tuple[int, ...], auto_alpha: bool = True) -> SAC:
+def make_sac(update: str, hidden: tuple[int, ...], auto_alpha: bool = True) -> SAC:
     torch.manual_seed(0)
-    config = SACConfig(hidden=hidden, auto_alpha=auto_alpha, init_alpha=0.3, batch_size=40, backward=backward)
+    config = SACConfig(hidden=hidden, auto_alpha=auto_alpha, init_alpha=0.3, batch_size=40, update=update)
     sac = SAC((5,), SPACE, config, torch.device("cpu"), seed=0)
-    assert choose_backward(sac) == backward
+    assert choose_update(sac) == update
     generator = torch.Generator().manual_seed(1)
     n = 100
     sac.buffer.add(
@@ -47,14 +47,14 @@ def after_steps(sac: SAC, steps: int) -> dict[str, torch.Tensor]:
     }
 
 
-WAYS = ["fast", "compiled"]
+WAYS = ["handwritten", "numba"]
 
 
 @pytest.mark.parametrize("way", WAYS)
 @pytest.mark.parametrize("hidden", [(32, 32), (16, 24, 8)])
 @pytest.mark.parametrize("auto_alpha", [True, False])
 def test_one_written_out_update_equals_the_reference(way, hidden, auto_alpha):
-    want = after_steps(make_sac("autograd", hidden, auto_alpha), 1)
+    want = after_steps(make_sac("reference", hidden, auto_alpha), 1)
     sac = make_sac(way, hidden, auto_alpha)
     got = after_steps(sac, 1)
     for key, value in want.items():
@@ -68,7 +68,7 @@ def test_one_written_out_update_equals_the_reference(way, hidden, auto_alpha):
 
 @pytest.mark.parametrize("way", WAYS)
 def test_twenty_written_out_updates_stay_with_the_reference(way):
-    want = after_steps(make_sac("autograd", (32, 32)), 20)
+    want = after_steps(make_sac("reference", (32, 32)), 20)
     got = after_steps(make_sac(way, (32, 32)), 20)
     for key in ("actor", "critic", "log_alpha"):
         torch.testing.assert_close(got[key], want[key].detach(), atol=1e-4, rtol=1e-3, msg=key)
@@ -78,19 +78,19 @@ def test_twenty_written_out_updates_stay_with_the_reference(way):
 def test_the_switch_trains_the_same_policy_on_pendulum(way, run_iterations):
     settings = {"hidden": (32, 32), "learning_starts": 50, "batch_size": 32}
     (written_out, _), (reference, _) = (
-        run_iterations(SAC, "pendulum", 150, backward=backward, **settings) for backward in (way, "autograd")
+        run_iterations(SAC, "pendulum", 150, update=update, **settings) for update in (way, "reference")
     )
     torch.testing.assert_close(written_out.actor.flat, reference.actor.flat, atol=1e-4, rtol=1e-3)
 
 
 @pytest.mark.parametrize("way", WAYS)
-def test_image_observations_fall_back_to_autograd_with_a_note(way):
-    sac = SAC((3, 5, 5), SPACE, SACConfig(buffer_size=16, backward=way), torch.device("cpu"), seed=0)
-    assert choose_backward(sac) == "autograd"
-    assert any(f"backward={way} falls back to autograd" in note for note in sac.notes)
+def test_image_observations_fall_back_to_the_reference_with_a_note(way):
+    sac = SAC((3, 5, 5), SPACE, SACConfig(buffer_size=16, update=way), torch.device("cpu"), seed=0)
+    assert choose_update(sac) == "reference"
+    assert any(f"update={way} falls back to reference" in note for note in sac.notes)
 
 
 def test_an_actor_without_hidden_layers_runs_the_torch_update_with_a_note():
-    sac = SAC((5,), SPACE, SACConfig(buffer_size=16, hidden=(), backward="compiled"), torch.device("cpu"), seed=0)
-    assert choose_backward(sac) == "fast"
-    assert any("backward=compiled falls back to fast" in note and "hidden" in note for note in sac.notes)
+    sac = SAC((5,), SPACE, SACConfig(buffer_size=16, hidden=(), update="numba"), torch.device("cpu"), seed=0)
+    assert choose_update(sac) == "handwritten"
+    assert any("update=numba falls back to handwritten" in note and "hidden" in note for note in sac.notes)

@@ -102,11 +102,11 @@ def test_a_captured_ppo_run_with_its_envs_on_cuda_trains_and_resumes(tmp_path):
 def test_the_compiled_update_on_cuda_takes_the_torch_update_with_a_note(tmp_path, algo, env):
     lines: list[str] = []
     summary = train(
-        algo, env, timesteps=1024, device="cuda", run_dir=tmp_path, overrides={"backward": "compiled"},
+        algo, env, timesteps=1024, device="cuda", run_dir=tmp_path, overrides={"update": "numba"},
         progress=False, log=lines.append,
     )  # fmt: skip
     assert summary["timesteps"] >= 1024
-    assert any("backward=compiled falls back to fast" in line and "CPU" in line for line in lines), lines
+    assert any("update=numba falls back to handwritten" in line and "CPU" in line for line in lines), lines
 
 
 @pytest.mark.skipif(

@@ -94,9 +94,9 @@ def comparable(records):
         (
             "dqn",
             "cartpole",
-            {"learning_starts": 200, "train_freq": 8, "gradient_steps": 2, "hidden": "64,64", "backward": "compiled"},
+            {"learning_starts": 200, "train_freq": 8, "gradient_steps": 2, "hidden": "64,64", "update": "numba"},
         ),
-        ("sac", "pendulum", {"learning_starts": 100, "hidden": "32,32", "backward": "compiled"}),
+        ("sac", "pendulum", {"learning_starts": 100, "hidden": "32,32", "update": "numba"}),
     ],
 )
 def test_resumed_run_equals_uninterrupted_run(algo, env, overrides, tmp_path):

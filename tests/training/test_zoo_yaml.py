@@ -63,10 +63,10 @@ def test_a_run_exported_as_zoo_yaml_loads_back_to_the_same_settings():
     spec = make_spec("ppo", "cartpole", 50_000, overrides={"gamma": 0.97, "hidden": "32,32", "activation": "relu"})
     text = to_zoo_yaml(dataclasses.asdict(spec))
     assert "\nCartPole-v1:\n" in text and "learning_rate: lin_0.001" in text
-    assert "policy_kwargs: dict(net_arch=[32, 32], activation_fn=nn.ReLU)" in text and "#   backward: fast" in text
+    assert "policy_kwargs: dict(net_arch=[32, 32], activation_fn=nn.ReLU)" in text and "#   update: handwritten" in text
     env_id, timesteps, overrides = from_zoo_yaml(text, fields(PPOConfig))
     assert (env_id, timesteps) == ("CartPole-v1", 50_000)
-    assert make_spec("ppo", env_id, timesteps, overrides=overrides).config == {**spec.config, "backward": "fast"}
+    assert make_spec("ppo", env_id, timesteps, overrides=overrides).config == {**spec.config, "update": "handwritten"}
 
 
 @pytest.mark.parametrize(

@@ -9,7 +9,7 @@ from typing import Literal
 
 import torch
 
-from ..config import CUDA_GRAPHS_HELP, OFF_POLICY_BACKWARD_HELP, AlgoConfig, check_memory, param
+from ..config import CUDA_GRAPHS_HELP, OFF_POLICY_UPDATE_HELP, AlgoConfig, check_memory, param
 from ..envs.core import Box
 from ..nets.flat_params import FlatParameters
 from .base import Algorithm, Iteration
@@ -27,7 +27,7 @@ class OffPolicyConfig(AlgoConfig):
     gradient_steps: int = param(1, "gradient steps per learning phase", ge=1)
     tau: float = param(0.005, "target network update weight (1.0 = hard copy)", gt=0, le=1)
     cuda_graphs: bool = param(False, CUDA_GRAPHS_HELP)
-    backward: Literal["fast", "compiled", "autograd"] = param("fast", OFF_POLICY_BACKWARD_HELP)
+    update: Literal["handwritten", "numba", "reference"] = param("handwritten", OFF_POLICY_UPDATE_HELP)
 
     def check_fits(self, timesteps: int, obs_size: int) -> None:
         """The replay buffer and the envs must fit the machine's memory."""

@@ -10,7 +10,7 @@ from typing import Literal
 
 import torch
 
-from ..config import ON_POLICY_BACKWARD_HELP, AlgoConfig, ConfigError, check_memory, param
+from ..config import ON_POLICY_UPDATE_HELP, AlgoConfig, ConfigError, check_memory, param
 from ..nets.flat_params import clip_grad_norm_
 from ..nets.policies import ActorCritic
 from .base import Algorithm, Iteration
@@ -38,7 +38,7 @@ class OnPolicyConfig(AlgoConfig):
     max_grad_norm: float = param(0.5, "gradient norm clip", gt=0)
     activation: Literal["tanh", "relu"] = param("tanh", "MLP activation")
     log_std_init: float = param(0.0, "initial log std of the Gaussian policy (Box actions)")
-    backward: Literal["fast", "autograd"] = param("fast", ON_POLICY_BACKWARD_HELP)
+    update: Literal["handwritten", "reference"] = param("handwritten", ON_POLICY_UPDATE_HELP)
 
     def check_fits(self, timesteps: int, obs_size: int) -> None:
         """One rollout must fit the budget and the machine's memory."""

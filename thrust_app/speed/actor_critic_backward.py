@@ -1,4 +1,4 @@
-"""The written-out backward pass of ActorCritic: the speed switch of A2C and PPO (`backward="fast"`).
+"""The written-out backward pass of ActorCritic: the speed switch of A2C and PPO (`update="handwritten"`).
 
 The reference is `OnPolicyAlgorithm.backward` (algos/on_policy.py), autograd:
 `loss, logs = loss_fn(*net.evaluate_actions(obs, actions)); loss.backward()`.

@@ -64,13 +64,13 @@ def warm_up(step: Step, inputs: Any, calls: int) -> None:
     torch.cuda.current_stream().wait_stream(side)
 
 
-def unavailable_reason(device: torch.device, fast_backward: bool, schedules: dict[str, str]) -> str | None:
+def unavailable_reason(device: torch.device, handwritten: bool, schedules: dict[str, str]) -> str | None:
     """Why this run cannot capture its update, or None when it can. `schedules` are the run's schedule
     settings by name (`lr_schedule`, PPO's `clip_schedule`): a graph keeps the values it was captured with."""
     if device.type != "cuda":
         return f"the run is on {device.type}; CUDA graphs need a CUDA device (--device cuda), so the update runs eagerly"
-    if not fast_backward:
-        return "it needs backward=fast (the autograd path's optimizer step is not capturable here); running eagerly"
+    if not handwritten:
+        return "it needs update=handwritten (the autograd path's optimizer step is not capturable here); running eagerly"
     for name, value in schedules.items():
         if value != "constant":
             return f"it needs {name}=constant (a graph keeps the value it was captured with); running eagerly"

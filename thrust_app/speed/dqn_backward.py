@@ -1,4 +1,4 @@
-"""The written-out DQN update: the speed switch of DQN (`backward="fast"`).
+"""The written-out DQN update: the speed switch of DQN (`update="handwritten"`).
 
 The reference is `DQN.update` (algos/dqn.py): `dqn_loss(...)`, `loss.backward()`, the clip, Adam's step.
 Here the same gradient is computed without autograd: the target y = r + gamma (1 - terminated) Q'(s', a')

@@ -1,4 +1,4 @@
-"""The DQN update compiled by numba: the CPU speed switch of DQN (`backward="compiled"`).
+"""The DQN update compiled by numba: the CPU speed switch of DQN (`update="numba"`).
 
 The same steps as the written-out update of dqn_backward.py, in one compiled call (the kernel `dqn_gradient`
 of numba_kernels.py): the online net's forward on s and s' (double DQN picks a' with it), the target net's on

@@ -1,4 +1,4 @@
-"""Every numba kernel of the compiled updates (`backward="compiled"`): a ReLU MLP's forward and backward,
+"""Every numba kernel of the compiled updates (`update="numba"`): a ReLU MLP's forward and backward,
 the gradient-norm clip, DQN's gradient (numba_dqn.py calls it) and SAC's three steps (numba_sac.py).
 
 They are the written-out passes of mlp_backward.py, dqn_backward.py and sac_backward.py with the loop around them

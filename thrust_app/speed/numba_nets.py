@@ -1,4 +1,4 @@
-"""What the compiled updates (`backward="compiled"`, numba_kernels.py) read the nets through: numpy
+"""What the compiled updates (`update="numba"`, numba_kernels.py) read the nets through: numpy
 views of a module's nn.Linear layers, the one-thread limit of the BLAS they call, and when they can serve.
 """
 

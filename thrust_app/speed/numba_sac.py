@@ -1,4 +1,4 @@
-"""The SAC update compiled by numba: the CPU speed switch of SAC (`backward="compiled"`).
+"""The SAC update compiled by numba: the CPU speed switch of SAC (`update="numba"`).
 
 The written-out update of sac_backward.py, its steps compiled (numba_kernels.py) in three calls around
 torch's fused Adam steps (which stay the optimizers' own): the actor's reparameterised sample at s; the

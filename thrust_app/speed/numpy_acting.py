@@ -4,7 +4,7 @@ Every algorithm acts one env step at a time on a batch of one to a few observati
 forward pays dispatch for every op (about 55 us for DQN's 4-256-256-2 Q-net on this CPU, 134 us for
 SAC's actor with its sampling, 77 us for PPO's actor-critic at 8 envs); the same matmuls in numpy cost
 about 10 us. The arrays here are numpy views of the nets' flat parameter buffers (`flat_params.py`), so
-they see every optimizer step without a copy. Selected by the `acting` switch ("fast", for vector
+they see every optimizer step without a copy. Selected by the `acting` switch ("numpy", for vector
 observations with a numpy env on the CPU; "torch" is the reference); `tests/speed/test_numpy_acting.py` holds
 both equal.
 """
@@ -23,11 +23,11 @@ from .mlp_backward import linear_layers
 def unsupported_reason(obs_shape: tuple[int, ...], env, device: torch.device) -> str | None:
     """Why the numpy acting path cannot serve this run, or None when it can."""
     if is_image(obs_shape):
-        return "image observations go through a CNN, which acting='fast' does not compute"
+        return "image observations go through a CNN, which acting='numpy' does not compute"
     if device.type != "cpu":
         return f"the nets are on {device}; numpy acts on the CPU"
     if env.backend.name != "numpy":
-        return "the env's arrays are torch tensors (env_backend 'torch'); acting='fast' steps numpy envs"
+        return "the env's arrays are torch tensors (env_backend 'torch'); acting='numpy' steps numpy envs"
     return None
 
 

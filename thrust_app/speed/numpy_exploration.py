@@ -1,4 +1,4 @@
-"""DQN's and SAC's acting into the replay buffer with numpy end to end: the `acting="fast"` path of the
+"""DQN's and SAC's acting into the replay buffer with numpy end to end: the `acting="numpy"` path of the
 off-policy algorithms.
 
 The reference is `OffPolicyAlgorithm.act` (algos/off_policy.py): per env step the behaviour policy's

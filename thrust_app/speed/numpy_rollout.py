@@ -1,4 +1,4 @@
-"""An on-policy rollout collected with numpy end to end: the `acting="fast"` path of A2C and PPO.
+"""An on-policy rollout collected with numpy end to end: the `acting="numpy"` path of A2C and PPO.
 
 The reference is `rollout.collect_rollout`: per step the policy's torch forward and sampling, the env
 step through EnvIO, and the bootstrap of truncated episodes. Here the same steps run on numpy arrays:

@@ -1,4 +1,4 @@
-"""The written-out SAC update: the speed switch of SAC (`backward="fast"`).
+"""The written-out SAC update: the speed switch of SAC (`update="handwritten"`).
 
 The reference is `SAC.optimize` (algos/sac.py): the temperature, critic and actor losses, each
 followed by `loss.backward()`. Here the same steps run in the same order on the same random draws with

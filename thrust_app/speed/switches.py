@@ -4,17 +4,17 @@ and the one note a run gets when it cannot.
 An algorithm is its reference (torch acting, autograd updates; `thrust_app/algos/`). `apply_speed` puts a
 faster form of a step in the reference step's place on one algorithm instance, as a run's settings ask:
 
-- `acting`: fast (default) or torch. Replaces A2C's/PPO's `collect` (numpy_rollout.py) and DQN's/SAC's
+- `acting`: numpy (default) or torch. Replaces A2C's/PPO's `collect` (numpy_rollout.py) and DQN's/SAC's
   `act` (numpy_exploration.py), the forwards in numpy (numpy_acting.py). Serves vector observations,
   a numpy env, the CPU.
-- `backward`: fast (default) or autograd. Replaces A2C's/PPO's `backward` and `optimizer_step`
+- `update`: handwritten (default) or reference. Replaces A2C's/PPO's `backward` and `optimizer_step`
   (actor_critic_backward.py), DQN's `update` (dqn_backward.py), SAC's `optimize` (sac_backward.py), the
-  MLP pieces in mlp_backward.py. Serves MLP nets (no CNN). DQN and SAC also take `compiled`: the same
+  MLP pieces in mlp_backward.py. Serves MLP nets (no CNN). DQN and SAC also take `numba`: the same
   steps compiled by numba (numba_dqn.py, numba_sac.py, kernels in numba_kernels.py), on the CPU, float32,
   with a hidden layer.
 - `cuda_graphs`: False (default) or True (PPO, DQN, SAC). Wraps PPO's `step_minibatch` and
   `collect_steps` and DQN's/SAC's `update` in a CUDA graph (cuda_graphs.py). Serves CUDA with
-  backward=fast and constant schedules; a collection also needs the env's arrays on the learner's GPU.
+  update=handwritten and constant schedules; a collection also needs the env's arrays on the learner's GPU.
 
 A setting asked for but not possible on this run falls back, one step towards the reference, with one
 note in `algo.notes` (printed when the run starts): `fall_back` is the only place that writes one. Each
@@ -46,17 +46,17 @@ from .numpy_rollout import collect_rollout_fast
 class SpeedChoice:
     """What `apply_speed` put in place on one algorithm."""
 
-    acting: str  #: "fast" (numpy) or "torch" (the reference)
-    backward: str  #: "compiled", "fast" or "autograd" (the reference)
+    acting: str  #: "numpy", or "torch" (the reference)
+    update: str  #: "numba", "handwritten", or "reference" (autograd)
     #: The steps wrapped by a CUDA graph, by the name of the method each replaces.
     graphed: dict[str, GraphedStep] = field(default_factory=dict)
 
 
 def apply_speed(algo: Algorithm, env: VecEnv) -> SpeedChoice:
-    """Resolve the run's `acting`, `backward` and `cuda_graphs` settings for `algo` stepping `env`, and put
+    """Resolve the run's `acting`, `update` and `cuda_graphs` settings for `algo` stepping `env`, and put
     each chosen form in place; returns (and keeps as `algo.speed`) what was chosen."""
-    choice = SpeedChoice(acting=choose_acting(algo, env), backward=choose_backward(algo))
-    choice.graphed = choose_graphs(algo, env, choice.backward != "autograd")
+    choice = SpeedChoice(acting=choose_acting(algo, env), update=choose_update(algo))
+    choice.graphed = choose_graphs(algo, env, choice.update != "reference")
     algo.speed = choice
     return choice
 
@@ -68,22 +68,22 @@ def fall_back(algo: Algorithm, setting: str, asked: object, instead: str, reason
 
 # -- acting -----------------------------------------------------------------------------------------
 def choose_acting(algo: Algorithm, env: VecEnv) -> str:
-    """`acting="fast"`: the rollout (A2C, PPO) or the steps into the replay buffer (DQN, SAC) in numpy."""
-    if algo.config.acting != "fast":
+    """`acting="numpy"`: the rollout (A2C, PPO) or the steps into the replay buffer (DQN, SAC) in numpy."""
+    if algo.config.acting != "numpy":
         return "torch"
     reason = numpy_acting.unsupported_reason(algo.obs_shape, env, algo.device)
     if reason:
-        fall_back(algo, "acting", "fast", "torch", reason)
+        fall_back(algo, "acting", "numpy", "torch", reason)
         return "torch"
     if isinstance(algo, OnPolicyAlgorithm):
         actor, config = numpy_acting.FastActorCritic(algo.net), algo.config
         algo.collect = lambda env, env_io, obs: collect_rollout_fast(env, obs, algo.net, actor, config.n_steps, config.gamma)
     else:
         algo.act = NumpyExploration(algo)
-    return "fast"
+    return "numpy"
 
 
-# -- backward ---------------------------------------------------------------------------------------
+# -- update -----------------------------------------------------------------------------------------
 def written_out_unsupported(algo: Algorithm) -> str | None:
     """Why the written-out gradients cannot serve this algorithm's nets, or None when they can."""
     if isinstance(algo, OnPolicyAlgorithm):
@@ -93,34 +93,34 @@ def written_out_unsupported(algo: Algorithm) -> str | None:
     return sac_backward.unsupported_reason(algo.obs_shape)
 
 
-def choose_backward(algo: Algorithm) -> str:
-    """`backward="fast"`: the written-out gradients; `"compiled"` (DQN, SAC): the same steps compiled by numba."""
-    asked = algo.config.backward
-    if asked == "autograd":
-        return "autograd"
+def choose_update(algo: Algorithm) -> str:
+    """`update="handwritten"`: the gradients written out; `"numba"` (DQN, SAC): the same steps compiled by numba."""
+    asked = algo.config.update
+    if asked == "reference":
+        return "reference"
     reason = written_out_unsupported(algo)
     if reason:
-        fall_back(algo, "backward", asked, "autograd", reason)
-        return "autograd"
+        fall_back(algo, "update", asked, "reference", reason)
+        return "reference"
     chosen = asked
-    if asked == "compiled":
+    if asked == "numba":
         stacks = (algo.actor.encoder,) if isinstance(algo, SAC) else ()
         reason = numba_nets.unsupported_reason(algo.device, algo.policy.flat.dtype, stacks)
         if reason:
-            fall_back(algo, "backward", "compiled", "fast", reason)
-            chosen = "fast"
+            fall_back(algo, "update", "numba", "handwritten", reason)
+            chosen = "handwritten"
         else:
             numba_nets.limit_blas_threads(torch.get_num_threads())
-    install_backward(algo, chosen)
+    install_update(algo, chosen)
     return chosen
 
 
-def install_backward(algo: Algorithm, chosen: str) -> None:
-    """Put the `chosen` ("fast" or "compiled") form of the algorithm's update step in place."""
+def install_update(algo: Algorithm, chosen: str) -> None:
+    """Put the `chosen` ("handwritten" or "numba") form of the algorithm's update step in place."""
     if isinstance(algo, OnPolicyAlgorithm):
         algo.backward = partial(actor_critic_backward.fast_backward, algo.net)
         algo.optimizer_step = partial(adam_step, algo.optimizer)  # Adam's fused kernel, without the bookkeeping
-    elif chosen == "compiled":  # numba loads only when asked for (0.3 s)
+    elif chosen == "numba":  # numba loads only when asked for (0.3 s)
         if isinstance(algo, DQN):
             from .numba_dqn import compiled_dqn_update
 

@@ -3,7 +3,7 @@ both ways: export a Thrust run as a zoo entry, and read a zoo entry into Thrust 
 
 The zoo writes linear schedules as `lin_<start>` and the network as a `policy_kwargs` string such as
 `dict(net_arch=[64, 64], activation_fn=nn.ReLU)`; Thrust's `lr_schedule`/`clip_schedule`, `hidden` and
-`activation` map onto those. Settings without a zoo key (Thrust's `backward`, DQN's `loss`, ...) are
+`activation` map onto those. Settings without a zoo key (Thrust's `update`, DQN's `loss`, ...) are
 written as comments on export; zoo keys Thrust does not have are named on import, never guessed.
 """
 
@@ -40,7 +40,7 @@ def to_zoo_yaml(run_config: dict[str, Any]) -> str:
         kwargs.append("activation_fn=nn.Tanh")
     if kwargs:
         entry["policy_kwargs"] = f"dict({', '.join(kwargs)})"
-    thrust_only = {key: config.pop(key) for key in ("backward", "loss", "double_dqn") if key in config}
+    thrust_only = {key: config.pop(key) for key in ("update", "loss", "double_dqn") if key in config}
     entry.update(config)
     env_id = GYMNASIUM_TWINS.get(run_config["env"], run_config["env"])
     text = yaml.safe_dump({env_id: entry}, sort_keys=False, default_flow_style=False)
