@@ -48,18 +48,26 @@ def dqn_nets():
 
 @pytest.fixture
 def run_iterations():
-    """`run(algo_cls, env_id, iterations, n_envs=1, device="cpu", env_backend="numpy", **settings)`: the
-    algorithm built from torch seed 0 on a batched env (seed 0; numpy arrays on the host, or torch tensors
-    on `device`), prepared for it, after that many iterations, and the last iteration's logged stats."""
+    """`run(algo_cls, env_id, iterations, n_envs=1, device="cpu", env_backend="numpy", seed=0, **settings)`:
+    the algorithm built from torch seed `seed` on a batched env (the same seed; numpy arrays on the host, or
+    torch tensors on `device`), its speed switches applied, after that many iterations, and the last
+    iteration's logged stats."""
 
     def run(
-        algo_cls, env_id: str, iterations: int, n_envs: int = 1, device: str = "cpu", env_backend: str = "numpy", **settings
+        algo_cls,
+        env_id: str,
+        iterations: int,
+        n_envs: int = 1,
+        device: str = "cpu",
+        env_backend: str = "numpy",
+        seed: int = 0,
+        **settings,
     ):
-        torch.manual_seed(0)
+        torch.manual_seed(seed)
         env_device = device if env_backend == "torch" else "cpu"
-        env = make_batched(env_id, n_envs, seed=0, backend=env_backend, device=env_device, check_actions=False)
+        env = make_batched(env_id, n_envs, seed=seed, backend=env_backend, device=env_device, check_actions=False)
         config = algo_cls.Config(n_envs=n_envs, **settings)
-        agent = algo_cls(env.observation_space.shape, env.action_space, config, torch.device(device), seed=0)
+        agent = algo_cls(env.observation_space.shape, env.action_space, config, torch.device(device), seed=seed)
         agent.apply_schedules(1.0)
         apply_speed(agent, env)
         env_io = EnvIO(torch.device(device))

@@ -237,3 +237,14 @@ def test_every_module_has_a_test_file_or_a_named_one_that_covers_it():
         dotted = "thrust_app." + module.removesuffix(".py").replace("/", ".")
         folder = dotted.rpartition(".")[0]
         assert dotted in text or Path(module).stem in text or f"from {folder}" in text, (module, test_file)
+
+
+def test_the_page_keeps_its_mutable_state_in_state_objects():
+    """No module-level `let`/`var` in web/src: each module's changing state is one `const` object."""
+    found = [
+        f"{path.relative_to(ROOT)}:{number}"
+        for path in sorted((ROOT / "web" / "src").rglob("*.js"))
+        for number, line in enumerate(path.read_text().splitlines(), 1)
+        if re.match(r"(let|var)\s", line)
+    ]
+    assert not found

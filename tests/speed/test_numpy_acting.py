@@ -5,6 +5,8 @@ discrete rollouts, the current weights after every optimizer step."""
 from __future__ import annotations
 
 import copy
+import math
+import statistics
 
 import numpy as np
 import pytest
@@ -161,12 +163,17 @@ def test_a_fast_discrete_rollout_equals_the_reference_rollout():
 
 
 def test_both_rollout_paths_train_ppo_alike_on_pendulum(run_iterations):
-    """Gaussian noise is drawn in another order on the fast path: the two runs differ in their draws, not in
-    what they learn from them (one iteration's update statistics are close)."""
+    """Gaussian noise is drawn in another order on the numpy path: the two differ in their draws, not in what
+    they learn from them. Over seeds, one iteration's update statistics under numpy acting average what the
+    reference's do, within three standard errors of the reference's own seed-to-seed spread."""
     settings = {"n_steps": 64, "batch_size": 64}
-    (fast, fast_stats), (reference, reference_stats) = (
-        run_iterations(PPO, "pendulum", 1, n_envs=4, acting=way, **settings) for way in ("numpy", "torch")
-    )
-    assert fast.speed.acting == "numpy" and reference.speed.acting == "torch"
+    seeds = range(8)
+    stats = {
+        way: [run_iterations(PPO, "pendulum", 1, n_envs=4, acting=way, seed=s, **settings) for s in seeds]
+        for way in ("numpy", "torch")
+    }
+    assert all(agent.speed.acting == way for way, runs in stats.items() for agent, _ in runs)
     for key in ("value_loss", "entropy"):
-        assert fast_stats[key] == pytest.approx(reference_stats[key], rel=0.5), key
+        numpy_values, reference_values = ([logged[key] for _, logged in stats[way]] for way in ("numpy", "torch"))
+        standard_error = statistics.stdev(reference_values) / math.sqrt(len(seeds))
+        assert abs(statistics.fmean(numpy_values) - statistics.fmean(reference_values)) <= 3 * standard_error, key

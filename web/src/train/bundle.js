@@ -8,13 +8,14 @@ import { sha256Hex } from "../policy.js";
 const protobuf = globalThis.protobuf;
 const pyUrl = (path) => new URL(`../../py/${path}`, import.meta.url);
 
-let modelProto = null;
+// onnx.ModelProto, parsed from the schema once per page.
+const parsed = { modelProto: null };
 async function onnxModelProto() {
-  if (!modelProto) {
+  if (!parsed.modelProto) {
     const schema = await (await fetch(pyUrl("onnx.proto"))).text();
-    modelProto = protobuf.parse(schema, { keepCase: true }).root.lookupType("onnx.ModelProto");
+    parsed.modelProto = protobuf.parse(schema, { keepCase: true }).root.lookupType("onnx.ModelProto");
   }
-  return modelProto;
+  return parsed.modelProto;
 }
 
 export async function fetchTemplate(env) {

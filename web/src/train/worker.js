@@ -7,8 +7,8 @@ import { describeBackend, tf, useBackend, webgpuIsSoftware } from "./tf.js";
 import { BrowserPPO } from "./trainer.js";
 
 const pythonReady = startPython();
-let trainer = null;
-let stopRequested = false;
+// The worker's one mutable state: the trainer of this tab's run, and whether a stop was asked for.
+const state = { trainer: null, stopRequested: false };
 
 // Median milliseconds of one minibatch update of this run's net on the active backend.
 async function timeUpdate(run, obsSize, outSize, discrete) {
@@ -67,9 +67,9 @@ async function chooseBackend(requested, run, shape) {
 const handlers = {
   async train({ env, run, seed, backend = "wasm", maxSeconds = Infinity, stopAt = null, evalSeedOffset }) {
     const python = await pythonReady;
-    trainer?.dispose();
-    trainer = null;
-    stopRequested = false;
+    state.trainer?.dispose();
+    state.trainer = null;
+    state.stopRequested = false;
     const vector = python.pyodide.pyimport("thrust_app.envs.core.vector");
     const probe = vector.CoreVec(env, 1, 0);
     const space = probe.envs.get(0).action_space;
@@ -79,11 +79,11 @@ const handlers = {
     vector.destroy();
     const chosen = await chooseBackend(backend, run, shape);
     postMessage({ type: "backend", chosen });
-    trainer = new BrowserPPO(python, { env, run, seed, evalSeedOffset });
-    const result = await trainer.train({
+    state.trainer = new BrowserPPO(python, { env, run, seed, evalSeedOffset });
+    const result = await state.trainer.train({
       stopAt,
       maxSeconds,
-      shouldStop: () => stopRequested,
+      shouldStop: () => state.stopRequested,
       onProgress: (report) => postMessage({ type: "progress", report }),
     });
     return {
@@ -92,13 +92,13 @@ const handlers = {
       backendDetail: await describeBackend(),
       backendWhy: chosen.why,
       backendTimings: chosen.timings,
-      weights: await trainer.net.policyWeights(),
-      evals: trainer.evals,
+      weights: await state.trainer.net.policyWeights(),
+      evals: state.trainer.evals,
     };
   },
   async actions({ observations }) {
-    if (!trainer) throw new Error("no policy has been trained in this tab yet");
-    return trainer.actions(observations);
+    if (!state.trainer) throw new Error("no policy has been trained in this tab yet");
+    return state.trainer.actions(observations);
   },
   async memory() {
     return tf.memory();
@@ -107,7 +107,7 @@ const handlers = {
 
 self.onmessage = async ({ data }) => {
   if (data.type === "stop") {
-    stopRequested = true;
+    state.stopRequested = true;
     return;
   }
   try {
