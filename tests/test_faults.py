@@ -120,6 +120,19 @@ def test_a_killed_run_resumes_to_exactly_the_uninterrupted_run(kill, tmp_path):
     assert {p.name for p in run.iterdir()} <= {"config.json", "metrics.jsonl", LAST_CHECKPOINT, "summary.json", ".lock"}
 
 
+def test_a_killed_runs_summary_agrees_with_its_last_checkpoint(tmp_path):
+    """summary.json is rewritten with each checkpoint: after a kill -9 it says where the run stands (status
+    "incomplete", the checkpoint's step), not what an earlier process left there."""
+    run = tmp_path / "run"
+    child = start_training(run, timesteps=200_000)
+    wait_for(lambda: any(r["step"] >= 4096 for r in read_jsonl(run / "metrics.jsonl")), 120)
+    child.kill()
+    child.wait(30)
+    summary = json.loads((run / "summary.json").read_text())
+    at_checkpoint = load_checkpoint(run / LAST_CHECKPOINT)["algo"]["num_timesteps"]
+    assert summary["status"] == "incomplete" and summary["timesteps"] == at_checkpoint >= 3072, summary
+
+
 def test_resume_removes_the_temporary_file_a_kill_mid_write_left(tmp_path):
     """A SIGKILL between writing a checkpoint's temporary file and renaming it leaves `.last.pt.XXXX.tmp`;
     the next writer of the folder removes it (the kill tests above hit that moment only by chance)."""

@@ -204,7 +204,6 @@ COVERED_BY = {
     "speed/numpy_rollout.py": "tests/speed/test_numpy_acting.py",
     "sweeps/launch.py": "tests/sweeps/test_optuna_engine.py",
     "sweeps/ray_loopback.py": "tests/sweeps/test_ray_engine.py",
-    "sweeps/spec.py": "tests/sweeps/test_optuna_engine.py",
     "sweeps/trial_runs.py": "tests/sweeps/test_optuna_engine.py",
     "sweeps/trials.py": "tests/sweeps/test_optuna_engine.py",
     "training/checkpointer.py": "tests/test_faults.py",
@@ -213,7 +212,6 @@ COVERED_BY = {
     "training/run_spec.py": "tests/test_config.py",
     "web/browser.py": "tests/web/test_player.py",
     "web/core_wheel.py": "tests/web/test_player.py",
-    "web/server.py": "tests/web/test_player.py",
     "web/training_assets.py": "tests/web/test_train.py",
 }
 

@@ -111,7 +111,11 @@ def test_a_killed_sweep_continues_and_keeps_its_finished_trials(tmp_path):
     deadline = time.time() + 240
     finished: dict[Path, float] = {}
     while time.time() < deadline and not finished:
-        finished = {p: p.stat().st_mtime for p in folder.glob("trial-*/summary.json")}
+        finished = {
+            p: p.stat().st_mtime
+            for p in folder.glob("trial-*/summary.json")
+            if json.loads(p.read_text())["status"] in ("finished", "pruned")
+        }
         time.sleep(0.2)
     assert finished, "no trial finished in time"
     os.killpg(process.pid, signal.SIGKILL)
@@ -188,3 +192,70 @@ def test_a_solve_time_metric_counts_a_run_that_never_solves_as_twice_its_trainin
     spec = SweepSpec(name="t", algo="ppo", env="bandit", timesteps=1000, search={}, metric="solved_at_train_s")
     assert score({"solved_at_train_s": 1.5, "train_s": 9.0}, spec) == 1.5
     assert score({"solved_at_train_s": None, "train_s": 9.0}, spec) == 18.0
+
+
+def long_sweep(tmp_path: Path, name: str) -> tuple[Path, Path]:
+    """A sweep of CartPole runs long enough to be caught running, two worker processes."""
+    path = tmp_path / f"{name}.yaml"
+    path.write_text(
+        SMALL.format(name=name, timesteps=30_000)
+        .replace("env: bandit", "env: cartpole")
+        .replace("seeds: 2", "seeds: 1")
+        .replace("pruner: median", "pruner: none")
+    )
+    return path, tmp_path / "runs" / name
+
+
+def wait_for_checkpoints(folder: Path, count: int, seconds: float = 120) -> list[Path]:
+    deadline = time.time() + seconds
+    while time.time() < deadline:
+        written = sorted(folder.glob("trial-*/last.pt"))
+        if len(written) >= count:
+            return written
+        time.sleep(0.2)
+    raise AssertionError(f"fewer than {count} trials checkpointed in time")
+
+
+def test_resuming_a_running_sweep_is_refused_naming_its_driver_and_changes_nothing(tmp_path):
+    path, folder = long_sweep(tmp_path, "live")
+    process = start_sweep_process(path, tmp_path / "runs")
+    try:
+        wait_for_checkpoints(folder, 1)
+        before = {p: p.stat().st_mtime for p in folder.glob("trial-*/config.json")}
+        with pytest.raises(ValueError, match=rf"being run by `thrust sweep` process {process.pid} \(one driver per sweep"):
+            sweep(resume_folder=folder, log=lambda _: None)
+        assert all(p.exists() and p.stat().st_mtime == mtime for p, mtime in before.items())  # no run touched
+    finally:
+        os.killpg(process.pid, signal.SIGKILL)
+        process.wait(30)
+
+
+def test_a_killed_driver_takes_its_workers_with_it_and_resume_finishes_every_trial(tmp_path):
+    """kill -9 of the driver alone: its forked workers get SIGTERM from the kernel, checkpoint and stop;
+    `--resume` is then accepted and takes every trial to its budget."""
+    path, folder = long_sweep(tmp_path, "orphans")
+    process = start_sweep_process(path, tmp_path / "runs")
+    wait_for_checkpoints(folder, 2)
+    writers = {int((p.parent / ".lock").read_text()) for p in folder.glob("trial-*/last.pt")}
+    assert process.pid in writers and len(writers) == 2  # the driver is worker 0; one forked worker
+    os.kill(process.pid, signal.SIGKILL)  # the driver only, not its process group
+    process.wait(30)
+    deadline = time.time() + 60
+    while time.time() < deadline and any(alive(pid) for pid in writers):
+        time.sleep(0.2)
+    assert not any(alive(pid) for pid in writers), "a worker outlived its driver"
+    sweep(resume_folder=folder, log=lambda _: None)
+    assert trial_states(folder).get("complete", 0) >= 4
+    for summary in folder.glob("trial-*/summary.json"):
+        record = json.loads(summary.read_text())
+        assert record["status"] == "finished" and record["timesteps"] >= 30_000, (summary, record)
+
+
+def alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    # a zombie (exited, not yet reaped by its init) counts as gone
+    status = Path(f"/proc/{pid}/status")
+    return not status.exists() or "\nState:\tZ" not in status.read_text()

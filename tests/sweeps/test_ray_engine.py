@@ -80,8 +80,11 @@ def test_an_asha_sweep_on_a_local_ray_prunes_and_reaches_only_loopback(tmp_path)
         capture_output=True,
         text=True,
         timeout=400,
+        # a RAY_ADDRESS left in the environment (here: nothing listens there) is not joined without --address
+        env={**os.environ, "RAY_ADDRESS": "127.0.0.1:1"},
     )
     assert result.returncode == 0, result.stderr[-2000:]
+    assert "RAY_ADDRESS=127.0.0.1:1 is ignored" in result.stdout
     folder = tmp_path / "runs" / "asha"
     states = trial_states(folder)
     assert states.get("complete", 0) + states.get("pruned", 0) == 4 and states.get("pruned", 0) >= 1, states

@@ -83,20 +83,19 @@ class RunInfo:
 
 def run_status(path: Path) -> str:
     """running (a process holds the lock), starting, failed (the launched process exited with an error and
-    wrote no newer summary), the summary's status, or incomplete."""
+    wrote no summary of how it ended), the summary's status, or incomplete."""
     if is_locked(path):
         return "running"
     launched, summary = path / LAUNCH_FILE, path / SUMMARY_FILE
     newer_summary = summary.exists() and launched.exists() and summary.stat().st_mtime >= launched.stat().st_mtime
-    if launched.exists() and not newer_summary:
+    status = read_json(summary).get("status", "finished") if summary.exists() else "incomplete"
+    if launched.exists() and (not newer_summary or status == "incomplete"):  # no summary of how it ended
         returncode = record_exit(path)
         if returncode is None and time.time() - launched.stat().st_mtime < 60:
             return "starting"  # launched, and the process has not yet taken the lock
         if returncode not in (None, 0):
             return "failed"
-    if summary.exists():
-        return read_json(path / SUMMARY_FILE).get("status", "finished")
-    return "incomplete"
+    return status
 
 
 def _is_run(path: Path) -> bool:

@@ -20,11 +20,20 @@ class RunLockedError(ValueError):
     """Another process is writing this run folder."""
 
 
-class RunLock:
-    """`with RunLock(run_dir):` holds the folder's write lock, or raises RunLockedError naming the holder."""
+#: What a second writer of a run folder is told ({folder}: the folder, {holder}: the PID holding it).
+RUN_FOLDER_BUSY = (
+    "{folder} is being written by process {holder} (one writer per run folder); wait for it to finish, stop it "
+    "(`touch STOP` in the folder, or the dashboard's Stop), or choose another --run-dir"
+)
 
-    def __init__(self, run_dir: Path) -> None:
+
+class RunLock:
+    """`with RunLock(folder):` holds the folder's write lock, or raises RunLockedError naming the holder in
+    `refusal` (a run folder's sentence unless told another: a sweep folder has its own)."""
+
+    def __init__(self, run_dir: Path, refusal: str = RUN_FOLDER_BUSY) -> None:
         self.path = Path(run_dir) / LOCK_FILE
+        self.refusal = refusal
         self._fd: int | None = None
 
     def __enter__(self) -> RunLock:
@@ -35,11 +44,7 @@ class RunLock:
         except BlockingIOError:
             holder = os.read(fd, 32).decode(errors="replace").strip() or "unknown"
             os.close(fd)
-            raise RunLockedError(
-                f"{self.path.parent} is being written by process {holder} (one writer per run folder); "
-                "wait for it to finish, stop it (`touch STOP` in the folder, or the dashboard's Stop), "
-                "or choose another --run-dir"
-            ) from None
+            raise RunLockedError(self.refusal.format(folder=self.path.parent, holder=holder)) from None
         os.ftruncate(fd, 0)
         os.write(fd, str(os.getpid()).encode())
         self._fd = fd

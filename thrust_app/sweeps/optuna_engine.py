@@ -82,7 +82,8 @@ def objective(trial: Any, folder: Path, spec: SweepSpec, interrupted: list[bool]
         try:
             summary = run_seed(folder, spec, number, index, params, hook)
         except ConfigError as err:  # a sampled combination the config checks refuse: this trial fails
-            print(f"thrust: trial {number} failed: its settings {params} do not fit: {err}", file=sys.stderr)
+            trial.set_user_attr("error", f"its settings {params} do not fit: {err}")
+            print(f"thrust: trial {number} failed: {trial.user_attrs['error']}", file=sys.stderr)
             raise RuntimeError(str(err)) from None
         if summary["status"] == "pruned":
             raise optuna.TrialPruned()
@@ -91,7 +92,8 @@ def objective(trial: Any, folder: Path, spec: SweepSpec, interrupted: list[bool]
             interrupted.append(True)
         if summary["status"] not in ("finished", "solved"):
             if summary["status"] not in ("interrupted", "terminated"):
-                print(f"thrust: trial {number} failed: {summary['run_dir']} ended {summary['status']}", file=sys.stderr)
+                trial.set_user_attr("error", f"{summary['run_dir']} ended {summary['status']}")
+                print(f"thrust: trial {number} failed: {trial.user_attrs['error']}", file=sys.stderr)
             raise RuntimeError(f"{summary['run_dir']} ended {summary['status']}")
         scores.append(score(summary, spec))
     return statistics.fmean(scores)
@@ -122,6 +124,7 @@ def run_worker(folder: Path, worker: int) -> None:
     # starts no trial while the ones under way would already make up the number (it waits for them:
     # if one fails, another is needed).
     while not interrupted:
+        check_failures(study)
         done = len(study.get_trials(deepcopy=False, states=(TrialState.COMPLETE, TrialState.PRUNED)))
         running = len(study.get_trials(deepcopy=False, states=(TrialState.RUNNING,)))
         if done >= spec.trials:
@@ -131,6 +134,33 @@ def run_worker(folder: Path, worker: int) -> None:
             time.sleep(0.5)
             continue
         study.optimize(lambda trial: objective(trial, folder, spec, interrupted), n_trials=1, catch=(RuntimeError,))
+
+
+#: Trials that fail one after another (each with an error of its own, not an interruption) before the sweep
+#: stops: settings that no run can use would otherwise fail trial after trial without end.
+MAX_CONSECUTIVE_FAILURES = 5
+
+
+class TooManyFailures(ConfigError):
+    """The sweep's trials keep failing; continuing would only fail more."""
+
+
+def check_failures(study: Any) -> None:
+    """Raise TooManyFailures, naming the first error, once MAX_CONSECUTIVE_FAILURES trials in a row failed."""
+    from optuna.trial import TrialState
+
+    failed: list[Any] = []
+    for trial in study.get_trials(deepcopy=False):
+        if trial.state in (TrialState.COMPLETE, TrialState.PRUNED):
+            failed = []
+        elif trial.state == TrialState.FAIL and "error" in trial.user_attrs:
+            failed.append(trial)
+    if len(failed) >= MAX_CONSECUTIVE_FAILURES:
+        first = failed[0]
+        raise TooManyFailures(
+            f"{len(failed)} trials in a row failed, so the sweep stops; the first, trial "
+            f"{first.user_attrs.get('continues', first.number)}: {first.user_attrs['error']}"
+        )
 
 
 def _fail_orphans(study: Any) -> None:
@@ -174,11 +204,29 @@ def requeue_interrupted(folder: Path, spec: SweepSpec) -> int:
     return len(queued)
 
 
-def _forked_worker(folder: Path, index: int) -> None:
+def _forked_worker(folder: Path, index: int, driver: int) -> None:
+    die_with_driver(driver)
     try:
         run_worker(folder, worker=index)
     except KeyboardInterrupt:  # a second Ctrl-C: the run's checkpoint is kept, the trial resumes later
         sys.exit(130)
+    except TooManyFailures:  # worker 0, in the driver, says so once
+        sys.exit(1)
+
+
+def die_with_driver(driver: int) -> None:
+    """Have the kernel send this worker SIGTERM when the driver that forked it dies, however it dies (SIGKILL
+    included; Linux's parent-death signal): its run checkpoints and stops as on Ctrl-C, and `--resume`
+    continues the trial. Elsewhere a killed driver leaves its workers to finish their trials."""
+    if not sys.platform.startswith("linux"):
+        return
+    import ctypes
+    import signal
+
+    pr_set_pdeathsig = 1
+    ctypes.CDLL(None, use_errno=True).prctl(pr_set_pdeathsig, signal.SIGTERM)
+    if os.getppid() != driver:  # the driver died before the request was made
+        os.kill(os.getpid(), signal.SIGTERM)
 
 
 def _wait(process: multiprocessing.process.BaseProcess) -> int:
@@ -205,7 +253,7 @@ def run_optuna_sweep(folder: Path, spec: SweepSpec, *, resume: bool, workers: in
     from ..training import trainer  # noqa: F401
 
     fork = multiprocessing.get_context("fork")
-    processes = [fork.Process(target=_forked_worker, args=(folder, index)) for index in range(1, count)]
+    processes = [fork.Process(target=_forked_worker, args=(folder, index, os.getpid())) for index in range(1, count)]
     for process in processes:
         process.start()
     try:

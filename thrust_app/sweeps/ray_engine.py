@@ -60,8 +60,10 @@ def ray_session(address: str | None, cpus: int) -> Iterator[None]:
     # Joining a cluster, the driver is on the cluster's network: only usage stats off there.
     environment = loopback_environment() if address is None else {"RAY_USAGE_STATS_ENABLED": "0"}
     environment.update(TUNE_SETTINGS)
-    saved = {key: os.environ.get(key) for key in environment}
+    saved = {key: os.environ.get(key) for key in [*environment, "RAY_ADDRESS"]}
     os.environ.update(environment)
+    if address is None:  # a local Ray: ray.init would otherwise join whatever RAY_ADDRESS names
+        os.environ.pop("RAY_ADDRESS", None)
     if address is not None:
         use_cluster_token()
     # A local Ray, or a cluster on this machine's loopback: this process's own address is 127.0.0.1 too.
@@ -277,6 +279,9 @@ def run_ray_sweep(
     eval_every = make_spec(spec.algo, spec.env, spec.timesteps, eval_every=spec.eval_every).eval_every
     concurrent = workers or spec.workers or None
     where = f"the Ray cluster at {address}" if address else f"a local Ray on {LOOPBACK}"
+    if address is None and os.environ.get("RAY_ADDRESS"):
+        ignored = os.environ["RAY_ADDRESS"]
+        log(f"thrust: RAY_ADDRESS={ignored} is ignored: this sweep starts {where}; --address joins a cluster")
     with ray_session(address, os.cpu_count() or 1):
         if spec.gpus_per_trial > 0 and not ray.cluster_resources().get("GPU"):  # trials would wait forever
             where_now = f"the cluster at {address}" if address else "this machine"

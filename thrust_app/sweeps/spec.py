@@ -4,6 +4,8 @@ value passes before any trial runs; `load_sweep` reads one back from a sweep fol
 from __future__ import annotations
 
 import dataclasses
+import re
+import typing
 from pathlib import Path
 from typing import Any
 
@@ -77,8 +79,11 @@ class SweepSpec:
 
     @classmethod
     def from_yaml(cls, path: str | Path) -> SweepSpec:
+        """The sweep file at `path`, every value checked (`check`) before anything is written."""
         try:
-            document = yaml.safe_load(Path(path).read_text())
+            document = yaml.safe_load(Path(path).read_bytes().decode("utf-8"))
+        except UnicodeDecodeError as err:
+            raise ConfigError(f"{path}: not UTF-8 text (byte {err.start}); save the sweep file as UTF-8") from None
         except (OSError, yaml.YAMLError) as err:
             raise ConfigError(f"{path}: cannot read the sweep file: {str(err).splitlines()[0]}") from None
         if not isinstance(document, dict):
@@ -95,11 +100,21 @@ class SweepSpec:
         if missing:
             raise ConfigError(f"{path}: missing {', '.join(missing)}")
         spec = cls(**document)
-        spec.check()
+        try:
+            spec.check()
+        except ConfigError as err:
+            raise ConfigError(f"{path}: {err}") from None
         return spec
 
     def check(self) -> None:
-        """Every choice checked before any trial runs: the settings through Thrust's own config checks."""
+        """Every choice checked before any trial runs: each key's type, the name as one folder, the search
+        space's bounds, and the settings at both ends of the space through the checks a run makes."""
+        check_types(self)
+        if not SAFE_NAME.fullmatch(self.name) or self.name in (".", ".."):
+            raise ConfigError(
+                f"name must be one folder name (letters, digits, '.', '_', '-'; the sweep's folder under --runs-root), "
+                f"got {self.name!r}"
+            )
         if self.metric not in METRICS or self.sampler not in SAMPLERS or self.pruner not in PRUNERS:
             raise ConfigError(
                 f"metric must be one of {', '.join(METRICS)}, sampler one of {', '.join(SAMPLERS)}, "
@@ -119,8 +134,16 @@ class SweepSpec:
             _check_space(name, space)
         if self.sampler == "grid" and any(space["type"] != "choice" for space in self.search.values()):
             raise ConfigError("the grid sampler needs every search entry to be a choice (type: choice, values: [...])")
-        corner = {name: _first_value(space) for name, space in self.search.items()}
-        make_spec(self.algo, self.env, self.timesteps, overrides={**self.base, **corner})
+        for end in (0, -1):  # the settings at both ends of the space, as a run would build them
+            corner = {name: _value_at(space, end) for name, space in self.search.items()}
+            make_spec(
+                self.algo,
+                self.env,
+                self.timesteps,
+                eval_every=self.eval_every,
+                eval_episodes=self.eval_episodes,
+                overrides={**self.base, **corner},
+            )
 
 
 def _check_space(name: str, space: Any) -> None:
@@ -130,10 +153,44 @@ def _check_space(name: str, space: Any) -> None:
     absent = [key for key in kinds[space["type"]] if key not in space]
     if absent:
         raise ConfigError(f"search.{name}: a {space['type']} needs {', '.join(absent)}")
+    if space["type"] == "choice":
+        if not isinstance(space["values"], list) or not space["values"]:
+            raise ConfigError(f"search.{name}: values must be a non-empty list, got {space['values']!r}")
+        return
+    low, high = space["low"], space["high"]
+    if not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in (low, high)):
+        raise ConfigError(f"search.{name}: low and high must be numbers, got {low!r} and {high!r}")
+    if low > high:
+        raise ConfigError(f"search.{name}: low ({low}) is above high ({high}); swap them")
+    if (space["type"] == "loguniform" or space.get("log")) and low <= 0:
+        raise ConfigError(f"search.{name}: a log scale needs low > 0, got {low}")
 
 
-def _first_value(space: dict[str, Any]) -> Any:
-    return space["values"][0] if space["type"] == "choice" else space["low"]
+def _value_at(space: dict[str, Any], end: int) -> Any:
+    """The first (end 0) or last (end -1) value of a search entry."""
+    if space["type"] == "choice":
+        return space["values"][end]
+    return space["low"] if end == 0 else space["high"]
+
+
+#: A sweep's name: one folder under the runs root.
+SAFE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
+
+
+def check_types(spec: SweepSpec) -> None:
+    """Each key of the sweep file holds the kind of value its field declares, or one ConfigError naming it."""
+    names = {int: "a whole number", float: "a number", str: "text", dict: "a mapping"}
+    hints = typing.get_type_hints(SweepSpec)
+    for field in dataclasses.fields(spec):
+        value, hint = getattr(spec, field.name), hints[field.name]
+        optional = type(None) in typing.get_args(hint)
+        kind = next((t for t in typing.get_args(hint) if t is not type(None)), None) if optional else hint
+        kind = typing.get_origin(kind) or kind
+        if value is None and optional:
+            continue
+        accepted = (int, float) if kind is float else (kind,)
+        if isinstance(value, bool) or not isinstance(value, accepted):
+            raise ConfigError(f"{field.name} must be {names[kind]}, got {value!r}")
 
 
 def load_sweep(folder: Path) -> SweepSpec:

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..runs.files import CONFIG_FILE, LAST_CHECKPOINT, SUMMARY_FILE, atomic_write_json, read_json
+from ..runs.lock import RunLock
 from .spec import TRIAL_FILE, SweepSpec
 
 if TYPE_CHECKING:
@@ -37,7 +38,8 @@ def run_seed(
     run_dir = run_folder(folder, spec, number, index)
     quiet = {"progress": False, "log": lambda _: None, "on_iteration": hook}
     if (run_dir / CONFIG_FILE).exists() and not (run_dir / LAST_CHECKPOINT).exists() and start is None:
-        shutil.rmtree(run_dir)  # killed before its first checkpoint: nothing to keep, start it again
+        with RunLock(run_dir):  # killed before its first checkpoint: nothing to keep, start it again (never
+            shutil.rmtree(run_dir)  # under a process still writing it: the lock refuses that in one line)
     ended = read_json(run_dir / SUMMARY_FILE) if (run_dir / SUMMARY_FILE).exists() else {}
     if start is not None:
         summary = resume(run_dir, start=start, **quiet)

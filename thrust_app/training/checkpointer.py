@@ -12,7 +12,7 @@ import torch
 from ..algos.base import Algorithm
 from ..envs.tensors import EnvIO
 from ..envs.vec import VecEnv
-from ..runs.files import LAST_CHECKPOINT, RunDirError, load_checkpoint, save_checkpoint
+from ..runs.files import LAST_CHECKPOINT, SUMMARY_FILE, RunDirError, atomic_write_json, load_checkpoint, save_checkpoint
 from .run_logger import RunLogger
 from .run_spec import RunSpec
 
@@ -35,7 +35,9 @@ class Checkpointer:
         self.spec, self.algo, self.env, self.env_io, self.logger, self.device = spec, algo, env, env_io, logger, device
 
     def save(self, obs: torch.Tensor, path: Path | None = None) -> Path:
-        """Checkpoint the run as it stands at observation `obs`."""
+        """Checkpoint the run as it stands at observation `obs`. The run's own checkpoint (no `path`) comes with
+        a summary that agrees with it, status "incomplete", until the run ends and writes its last one: a
+        process killed after this checkpoint leaves a summary of where `--resume` continues from."""
         state = {
             "algo_name": self.spec.algo,
             "env": self.spec.env,
@@ -48,6 +50,9 @@ class Checkpointer:
         }
         target = Path(path) if path is not None else self.path
         save_checkpoint(target, state)
+        if path is None:
+            summary = self.logger.summary("incomplete", self.algo.num_timesteps, self.device, notify=False)
+            atomic_write_json(self.path.with_name(SUMMARY_FILE), {**summary, "run_dir": str(self.path.parent)})
         return target
 
     def load(self, path: Path | None = None) -> dict[str, Any]:

@@ -209,7 +209,9 @@ class RunLogger:
                 close()
 
     # -- the end -----------------------------------------------------------------------------------
-    def summary(self, status: str, step: int, device: torch.device) -> dict[str, Any]:
+    def summary(self, status: str, step: int, device: torch.device, notify: bool = True) -> dict[str, Any]:
+        """How the run stands: its status, steps, times, last evaluation and solve; the listeners get it
+        (`notify`) when the run ends."""
         spec, last_eval = self.spec, self.last_eval
         summary = {
             "algo": spec.algo,
@@ -232,6 +234,6 @@ class RunLogger:
             "thrust_version": __version__,
             "torch_version": torch.__version__,
         }
-        for listener in self.listeners:
+        for listener in self.listeners if notify else ():
             listener({"kind": "summary", **summary})
         return summary

@@ -138,6 +138,8 @@ class PlayerHandler(SimpleHTTPRequestHandler):
 
     def do_GET(self) -> None:
         path = unquote(urlparse(self.path).path)
+        if "\0" in path or not path.startswith("/"):  # no file has such a name (os calls refuse a NUL)
+            return self.send_error(HTTPStatus.BAD_REQUEST, "malformed path")
         if path == "/export/index.json":
             return self._send(json.dumps(bundle_index(self.export_dir)).encode(), "application/json")
         if path == f"/py/{wheel_name()}":
