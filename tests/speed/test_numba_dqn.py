@@ -3,6 +3,10 @@ same Q-net; where it cannot run, the written-out torch update does, with a note.
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
+
 import pytest
 import torch
 
@@ -48,3 +52,23 @@ def test_image_observations_fall_back_to_the_reference_with_a_note():
     algo = DQN((3, 5, 5), Discrete(4), DQNConfig(buffer_size=16, update="numba"), torch.device("cpu"), seed=0)
     assert choose_update(algo) == "reference"
     assert any("update=numba falls back to reference" in note and "CNN" in note for note in algo.notes)
+
+
+NO_CACHE_RUN = """
+import json, sys
+import numba.core.caching as caching
+caching.CacheImpl._locator_classes = []  # as where no cache location is writable (read-only home and install)
+from thrust_app.training.trainer import train
+lines = []
+summary = train("dqn", "cartpole", timesteps=400, run_dir=sys.argv[1], eval_episodes=1, progress=False, log=lines.append,
+                overrides={"update": "numba", "learning_starts": 100, "batch_size": 16, "train_freq": 4})
+print(json.dumps({"status": summary["status"], "lines": lines}))
+"""
+
+
+def test_without_a_writable_cache_the_kernels_compile_in_memory_with_a_note(tmp_path):
+    done = subprocess.run([sys.executable, "-c", NO_CACHE_RUN, str(tmp_path / "run")], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr[-2000:]
+    result = json.loads(done.stdout.strip().splitlines()[-1])
+    assert result["status"] == "finished"
+    assert any("update=numba falls back to kernels compiled in memory" in line for line in result["lines"]), result

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import io
 import json
+import os
 import pickle
 import re
 import zipfile
@@ -90,24 +91,90 @@ class SB3Model:
 
 
 def read_sb3_zip(path: str | Path) -> SB3Model:
-    """The weights and readable fields of an SB3 model file; nothing in it is unpickled."""
+    """The weights and readable fields of an SB3 model file; nothing in it is unpickled, and no member is
+    inflated past `max_member_bytes()`. Anything else than a model file is one SB3FormatError naming the
+    file and the member."""
     path = Path(path)
     if not zipfile.is_zipfile(path):
         raise SB3FormatError(f"{path} is not an SB3 model file (a .zip written by model.save); check the path")
-    with zipfile.ZipFile(path) as archive:
-        names = set(archive.namelist())
-        missing = {"data", "policy.pth"} - names
-        if missing:
-            raise SB3FormatError(f"{path} has no {' or '.join(sorted(missing))}: not a Stable-Baselines3 model file")
-        data = json.loads(archive.read("data"))
-        try:
-            weights = torch.load(io.BytesIO(archive.read("policy.pth")), map_location="cpu", weights_only=True)
-        except pickle.UnpicklingError as err:
-            raise SB3FormatError(f"{path}: policy.pth holds more than tensors ({err}); Thrust will not run it") from None
-        version = archive.read("_stable_baselines3_version").decode().strip() if "_stable_baselines3_version" in names else "?"
+    try:
+        with zipfile.ZipFile(path) as archive:
+            names = set(archive.namelist())
+            missing = {"data", "policy.pth"} - names
+            if missing:
+                raise SB3FormatError(f"{path} has no {' or '.join(sorted(missing))}: not a Stable-Baselines3 model file")
+            data = _read_data(path, read_member(archive, path, "data"))
+            weights = _read_weights(path, read_member(archive, path, "policy.pth"))
+            version_file = "_stable_baselines3_version"
+            version = (
+                read_member(archive, path, version_file).decode(errors="replace").strip() if version_file in names else "?"
+            )
+    except (zipfile.BadZipFile, OSError) as err:  # a damaged archive: CRC errors, truncated members
+        raise SB3FormatError(f"{path} is a damaged zip ({str(err).splitlines()[0]}): not a readable model file") from None
     model = SB3Model(path, _identify(path, data, weights), version, data, weights)
     _refuse_unsupported(model)
     return model
+
+
+#: The most bytes one member of an imported zip may inflate to (an SB3 policy.pth is a few MB, an Atari
+#: CNN's under 20 MB); a member past it is refused before it fills memory. THRUST_IMPORT_MAX_MB raises it.
+MAX_MEMBER_MB = 512
+
+
+def max_member_bytes() -> int:
+    """The limit on one inflated member, in bytes: MAX_MEMBER_MB, or the THRUST_IMPORT_MAX_MB environment setting."""
+    setting = os.environ.get("THRUST_IMPORT_MAX_MB", str(MAX_MEMBER_MB))
+    if not setting.isdigit() or int(setting) < 1:
+        raise SB3FormatError(f"THRUST_IMPORT_MAX_MB must be a whole number of megabytes >= 1, got {setting!r}")
+    return int(setting) * 2**20
+
+
+def read_member(archive: zipfile.ZipFile, path: Path, name: str) -> bytes:
+    """One member's bytes, inflated a megabyte at a time and refused once past the limit (its declared size is
+    checked first, but a zip can declare less than it holds)."""
+    limit = max_member_bytes()
+    refusal = (
+        f"{path}: {name} inflates to more than {limit // 2**20:,} MB, the limit for an imported file's member; "
+        "if you trust the file, raise it with THRUST_IMPORT_MAX_MB"
+    )
+    info = archive.getinfo(name)
+    if info.file_size > limit:
+        raise SB3FormatError(refusal)
+    chunks, total = [], 0
+    with archive.open(info) as member:
+        while chunk := member.read(2**20):
+            total += len(chunk)
+            if total > limit:
+                raise SB3FormatError(refusal)
+            chunks.append(chunk)
+    return b"".join(chunks)
+
+
+def _read_data(path: Path, raw: bytes) -> dict[str, Any]:
+    """SB3's `data` member: a JSON object."""
+    try:
+        data = json.loads(raw.decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as err:
+        raise SB3FormatError(f"{path}: its data member is not JSON ({err}); not a Stable-Baselines3 model file") from None
+    if not isinstance(data, dict):
+        raise SB3FormatError(f"{path}: its data member is a JSON {type(data).__name__}, not an object: not an SB3 model file")
+    return data
+
+
+def _read_weights(path: Path, raw: bytes) -> dict[str, torch.Tensor]:
+    """SB3's `policy.pth`: a state dict of tensors, read with `weights_only=True` (nothing is unpickled)."""
+    try:
+        weights = torch.load(io.BytesIO(raw), map_location="cpu", weights_only=True)
+    except pickle.UnpicklingError:  # never pass on torch's advice to load with weights_only=False
+        raise SB3FormatError(
+            f"{path}: its policy.pth holds objects other than tensors, which Thrust never unpickles"
+        ) from None
+    except Exception as err:  # EOFError, RuntimeError, ...: torch's many ways of saying "not a torch file"
+        reason = str(err).strip().splitlines()[0][:160] if str(err).strip() else type(err).__name__
+        raise SB3FormatError(f"{path}: its policy.pth is not a readable torch file ({reason})") from None
+    if not isinstance(weights, dict) or not all(torch.is_tensor(v) for v in weights.values()):
+        raise SB3FormatError(f"{path}: its policy.pth holds a {type(weights).__name__}, not a state dict of tensors")
+    return weights
 
 
 def _identify(path: Path, data: dict[str, Any], weights: dict[str, torch.Tensor]) -> str:

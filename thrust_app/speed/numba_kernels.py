@@ -30,6 +30,25 @@ import torch
 from numba import types
 from numba.typed import List
 
+
+def _cache_available() -> bool:
+    """Whether numba can keep compiled kernels on disk here: some cache location (NUMBA_CACHE_DIR, the
+    package's __pycache__, the user's cache folder) is writable. Without one the kernels compile in memory,
+    in every process (DQN about 4 s, SAC about 7 s here)."""
+    try:
+        numba.njit(cache=True)(_cache_probe)
+    except RuntimeError:  # numba: "cannot cache function ...: no locator available"
+        return False
+    return True
+
+
+def _cache_probe() -> int:
+    return 0
+
+
+#: Whether the kernels below are cached on disk (switches.py notes it when they are not).
+CACHED = _cache_available()
+
 #: A product whose right operand has at most this many columns goes to numba's np.dot (OpenBLAS): MKL
 #: takes 5-17 us for the updates' 64- to 256-row products with 2 to 4 columns on one thread here, OpenBLAS 1-5.
 OPENBLAS_COLUMNS = 8
@@ -62,13 +81,13 @@ llvmlite.binding.add_symbol("thrust_sgemm", _SGEMM_ADDRESS)
 _sgemm = types.ExternalFunction("thrust_sgemm", types.void(*([types.intp] * 13)))
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=CACHED)
 def unit_stride(operand):
     """Whether a float32 matrix is row- or column-major (what sgemm can read without a copy)."""
     return operand.strides[1] == 4 or operand.strides[0] == 4
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=CACHED)
 def fortran_layout(operand):
     """(transpose flag, leading dimension) of a float32 matrix's memory read column-major: a row-major
     operand's memory is its transpose ("N"), a column-major one's is itself ("T"). The stride along a
@@ -78,7 +97,7 @@ def fortran_layout(operand):
     return ord("T"), max(operand.strides[1] // 4, operand.shape[0])
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=CACHED)
 def matmul(left, right, out):
     """out = left @ right of float32 matrices, `out` C-contiguous and each operand row- or column-major:
     OpenBLAS (np.dot) when `right` has at most OPENBLAS_COLUMNS columns, else `_sgemm`."""
@@ -101,7 +120,7 @@ def matmul(left, right, out):
     )  # fmt: skip
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=CACHED)
 def forward(weights, biases, x, last_activation):
     """Every layer's output, the input first: [x, relu(x W1^T + b1), ..., x_{n-1} Wn^T + bn], the last
     one through the ReLU too when `last_activation`. `x` is a C-contiguous float32 matrix."""
@@ -121,7 +140,7 @@ def forward(weights, biases, x, last_activation):
     return outputs
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=CACHED)
 def backward(weights, outputs, rows, grad, weight_grads, bias_grads, last_activation, write_weights, input_grad):
     """From `forward`'s outputs (their first `rows` rows are the ones the loss saw) and dL/d output (rows,
     out), write every layer's gradients (when `write_weights`) and return dL/d input (when `input_grad`;
@@ -151,7 +170,7 @@ def backward(weights, outputs, rows, grad, weight_grads, bias_grads, last_activa
     return grad
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=CACHED)
 def clip_grad_norm(grad, max_norm):
     """Scale the flat gradient in place so that its L2 norm is at most `max_norm` (flat_params.clip_grad_norm_'s
     rule: times min(1, max_norm / (norm + 1e-6)))."""
@@ -164,7 +183,7 @@ def clip_grad_norm(grad, max_norm):
             grad[index] *= scale
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=CACHED)
 def dqn_gradient(obs, actions, rewards, next_obs, terminated, online, target, gamma, double, huber, flat_grad, max_norm):
     """Write the Q-net's gradients of the TD loss at the batch into its gradient views, clip their norm,
     return the loss. `online` is (weights, biases, weight grads, bias grads), `target` (weights, biases)."""
@@ -198,13 +217,13 @@ def dqn_gradient(obs, actions, rewards, next_obs, terminated, online, target, ga
     return total / n
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=CACHED)
 def softplus(x):
     """log(1 + e^x), as torch computes it (x itself above 20)."""
     return x if x > 20.0 else np.log1p(np.exp(x))
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=CACHED)
 def actor_sample(encoder, mu_head, log_std_head, obs, noise, bounds, log_std_limits):
     """`actor.sample(obs)` on the given noise eps ~ N(0, 1): (encoder outputs, raw log-std, std, tanh(u),
     action, log pi), with u = mu + std eps, the log-std clamped to `log_std_limits` and the action tanh(u)
@@ -237,7 +256,7 @@ def actor_sample(encoder, mu_head, log_std_head, obs, noise, bounds, log_std_lim
     return outputs, raw_log_std, std, squashed, action, log_prob
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=CACHED)
 def critic_gradient(
     critics, target_critics, actor, obs, actions, rewards, next_obs, terminated, next_noise, bounds, log_std_limits,
     alpha, gamma,
@@ -268,7 +287,7 @@ def critic_gradient(
     return loss
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=CACHED)
 def actor_gradient(critics, actor, actor_grads, obs, sample, noise, bounds, log_std_limits, alpha):
     """Write the actor's gradients of mean(alpha log pi(a | s) - min(Q1, Q2)(s, a)) at its sample a (from
     `actor_sample` at s, the same noise) through the critics as they are now; return the loss."""

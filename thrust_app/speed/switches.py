@@ -121,6 +121,11 @@ def install_update(algo: Algorithm, chosen: str) -> None:
         algo.backward = partial(actor_critic_backward.fast_backward, algo.net)
         algo.optimizer_step = partial(adam_step, algo.optimizer)  # Adam's fused kernel, without the bookkeeping
     elif chosen == "numba":  # numba loads only when asked for (0.3 s)
+        from .numba_kernels import CACHED
+
+        if not CACHED:
+            reason = "no cache location is writable (NUMBA_CACHE_DIR names one)"
+            fall_back(algo, "update", "numba", "kernels compiled in memory, in every run (DQN ~4 s, SAC ~7 s)", reason)
         if isinstance(algo, DQN):
             from .numba_dqn import compiled_dqn_update
 
