@@ -12,10 +12,8 @@ import contextlib
 import io
 import json
 import logging
-import shutil
-import tempfile
 import warnings
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +28,7 @@ from ..envs.batched import make_batched
 from ..envs.core import Discrete
 from ..nets.policies import ActorCritic
 from ..runs.files import CONFIG_FILE, SUMMARY_FILE, RunDirError, read_json
+from ..runs.staging import install, staged_folder
 from ..training.run_spec import RunSpec, load_spec
 from ..training.trainer import load_policy
 from .bundle import (
@@ -290,19 +289,6 @@ def write_bundle(
     return load_bundle(out_dir)
 
 
-@contextlib.contextmanager
-def staged_folder(out_dir: Path) -> Iterator[Path]:
-    """A temporary folder beside `out_dir` to build a bundle in; removed if anything fails inside."""
-    out_dir.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.", dir=out_dir.parent))
-    staging.chmod(0o755)  # mkdtemp makes it private; a bundle is meant to be served and shared
-    try:
-        yield staging
-    except BaseException:
-        shutil.rmtree(staging, ignore_errors=True)
-        raise
-
-
 def export_run(
     run_dir: str | Path, out: str | Path | None = None, force: bool = False, export_root: str | Path = "export"
 ) -> Bundle:
@@ -315,6 +301,8 @@ def export_run(
 
 
 def move_into_place(staging: Path, out_dir: Path, manifest: dict[str, Any], force: bool) -> None:
+    """Install the bundle built in `staging` as `out_dir`, unless `out_dir` holds a different bundle (or other
+    files) and `force` is off."""
     if out_dir.exists() and any(out_dir.iterdir()):
         try:
             existing = load_bundle(out_dir).manifest
@@ -326,15 +314,9 @@ def move_into_place(staging: Path, out_dir: Path, manifest: dict[str, Any], forc
                 f"{out_dir} already holds a different bundle (or other files); "
                 "pass --force to replace it, or --out to choose another folder"
             )
-        backup = out_dir.with_name(f".{out_dir.name}.old")
-        shutil.rmtree(backup, ignore_errors=True)
-        out_dir.rename(backup)
-        staging.rename(out_dir)
-        shutil.rmtree(backup, ignore_errors=True)
-    else:
-        if out_dir.exists():
-            out_dir.rmdir()
-        staging.rename(out_dir)
+    elif out_dir.exists():
+        out_dir.rmdir()
+    install(staging, out_dir)
 
 
 def torch_policy_from_bundle(bundle: Bundle, device: str = "cpu") -> PolicyGraph:

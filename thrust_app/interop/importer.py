@@ -23,18 +23,10 @@ import torch
 
 from ..envs import GYMNASIUM_TWINS, env_spaces
 from ..envs.core import Discrete
+from ..runs.staging import staged_folder
 from ..training.run_spec import resolve_env_name
 from .bundle import MANIFEST_FILE, MODEL_FILE, Bundle, BundleError, OnnxPolicy, load_bundle
-from .exporter import (
-    MAX_ABS_DIFF,
-    TIE_GAP,
-    ParityError,
-    base_manifest,
-    move_into_place,
-    random_observations,
-    staged_folder,
-    write_bundle,
-)
+from .exporter import MAX_ABS_DIFF, TIE_GAP, ParityError, base_manifest, move_into_place, random_observations, write_bundle
 from .onnx_actions import add_action_output, post_process
 from .sb3_model import SB3Model, check_spaces, read_sb3_zip, read_vec_normalize, rebuild_policy, sb3_reference
 

@@ -20,6 +20,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from ..interop.bundle import BundleError, load_bundle
+from ..runs.staging import install, staged_folder
 from .core_wheel import build_core_wheel, wheel_name
 from .server import EXPORT_DIR, WEB_DIR, bundle_index, ensure_node_modules
 from .training_assets import ASSET_PATHS, asset
@@ -71,13 +72,13 @@ def build_site(
 ) -> dict:
     """Write the static site to `out`; returns {"path", "bytes", "bundles"}."""
     out = Path(out)
+    if out.exists() and not out.is_dir():
+        raise BundleError(f"{out} is a file; give `thrust web build` a folder to write the site to")
     if out.exists() and any(out.iterdir()) and not (out / MARKER).exists():
         raise BundleError(f"{out} exists and is not a site `thrust web build` made; choose an empty or new folder")
     folders = resolve_bundles(bundles)
     ensure_node_modules(web_dir, log)
-    staging = out.with_name(f".{out.name}.building")
-    shutil.rmtree(staging, ignore_errors=True)
-    try:
+    with staged_folder(out) as staging:
         for name in PAGE_FILES:
             _copy(web_dir / name, staging / name)
         for name in NPM_FILES:
@@ -94,12 +95,7 @@ def build_site(
         (staging / "export" / "index.json").write_text(json.dumps(bundle_index(staging / "export"), indent=1))
         (staging / MARKER).write_text("built by `thrust web build`; rebuilding replaces this folder\n")
         (staging / ".nojekyll").write_text("")  # GitHub Pages' Jekyll would otherwise drop node_modules/
-        if out.exists():
-            shutil.rmtree(out)
-        staging.rename(out)
-    except BaseException:
-        shutil.rmtree(staging, ignore_errors=True)
-        raise
+        install(staging, out)
     size = sum(path.stat().st_size for path in out.rglob("*") if path.is_file())
     return {"path": out, "bytes": size, "bundles": [folder.resolve().name for folder in folders]}
 
