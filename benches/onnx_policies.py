@@ -31,7 +31,7 @@ from harness import fmt_seconds, run_rounds
 from thrust_app.interop.bundle import OnnxPolicy, load_bundle
 from thrust_app.interop.exporter import torch_policy_from_bundle
 from thrust_app.web.browser import BrowserUnavailable, player_page
-from thrust_app.web.server import EXPORT_DIR, PlayerServer
+from thrust_app.web.server import REFERENCE_DIR, PlayerServer
 
 LARGE = 256
 
@@ -62,7 +62,7 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--json", type=Path)
     parser.add_argument("--no-browser", action="store_true", help="skip the onnxruntime-web columns")
-    parser.add_argument("--export-dir", type=Path, default=EXPORT_DIR)
+    parser.add_argument("--export-dir", type=Path, default=REFERENCE_DIR)
     args = parser.parse_args()
     torch.set_num_threads(1)
     rounds, min_time = (3, 0.1) if args.quick else (5, 0.5)

@@ -21,7 +21,7 @@ from thrust_app.interop.manifest import BundleError, check_manifest
 from thrust_app.interop.playback import onnx_episode
 from thrust_app.web.browser import player_page
 from thrust_app.web.core_wheel import CORE_FILES, build_core_wheel
-from thrust_app.web.server import EXPORT_DIR, REFERENCE_BUNDLES, WEB_DIR, PlayerServer, bundle_index
+from thrust_app.web.server import REFERENCE_BUNDLES, REFERENCE_DIR, WEB_DIR, PlayerServer, bundle_index
 
 CHROMIUM = "/usr/bin/chromium"
 REFERENCE = list(REFERENCE_BUNDLES)  # user exports next to them are none of these tests' business
@@ -36,8 +36,8 @@ needs_browser = pytest.mark.skipif(
 def test_reference_bundles_are_committed():
     assert {name.split("-")[0] for name in REFERENCE} == {"bandit", "cartpole", "pendulum", "snake"}
     for name in REFERENCE:
-        assert load_bundle(EXPORT_DIR / name).manifest["command"].startswith("thrust train")
-    assert all(entry["ok"] for entry in bundle_index(EXPORT_DIR) if entry["name"] in REFERENCE)
+        assert load_bundle(REFERENCE_DIR / name).manifest["command"].startswith("thrust train")
+    assert all(entry["ok"] for entry in bundle_index(REFERENCE_DIR) if entry["name"] in REFERENCE)
 
 
 def test_core_wheel_holds_only_the_pure_python_cores():
@@ -88,10 +88,10 @@ def page(server):
 def test_browser_episode_equals_python_onnxruntime(page, bundle, ep):
     seed = 3
     got = page.evaluate("(a) => window.thrustPlayer.runEpisode(a)", {"bundle": bundle, "seed": seed, "ep": ep})
-    want = onnx_episode(EXPORT_DIR / bundle, seed)
+    want = onnx_episode(REFERENCE_DIR / bundle, seed)
     assert got["ep"] == ep
     assert got["steps"] == want.steps
-    if load_bundle(EXPORT_DIR / bundle).discrete:
+    if load_bundle(REFERENCE_DIR / bundle).discrete:
         assert got["actions"] == want.actions
         assert got["episodeReturn"] == want.episode_return
     else:
@@ -121,7 +121,7 @@ def test_canvas_shows_the_episode(page, tmp_path):
 
 @needs_browser
 def test_dropped_bad_models_show_their_error_on_the_page(page, tmp_path):
-    good = load_bundle(EXPORT_DIR / REFERENCE[0]).manifest
+    good = load_bundle(REFERENCE_DIR / REFERENCE[0]).manifest
     junk = tmp_path / "policy.onnx"
     junk.write_bytes(b"definitely not an onnx model")
     manifest = tmp_path / "manifest.json"
@@ -134,7 +134,7 @@ def test_dropped_bad_models_show_their_error_on_the_page(page, tmp_path):
     page.wait_for_function("document.getElementById('error').textContent.includes('does not match its manifest')")
     other = tmp_path / "other"
     other.mkdir()
-    shutil.copy(EXPORT_DIR / REFERENCE[0] / "policy.onnx", other / "policy.onnx")
+    shutil.copy(REFERENCE_DIR / REFERENCE[0] / "policy.onnx", other / "policy.onnx")
     (other / "manifest.json").write_text(json.dumps({**good, "observation": {"shape": [7], "dtype": "float32"}}))
     page.set_input_files("#files", [str(other / "policy.onnx"), str(other / "manifest.json")])
     page.wait_for_function("document.getElementById('error').textContent.includes('does not fit this env')")
@@ -146,7 +146,7 @@ def test_dropped_bad_models_show_their_error_on_the_page(page, tmp_path):
     with pytest.raises(BundleError, match=r"field 'action_space\.type' is missing"):
         check_manifest(broken, Path("manifest.json"))
     # ...and a good bundle dropped after all that loads and plays: nothing stays wedged
-    page.set_input_files("#files", [str(EXPORT_DIR / REFERENCE[1] / name) for name in ("policy.onnx", "manifest.json")])
+    page.set_input_files("#files", [str(REFERENCE_DIR / REFERENCE[1] / name) for name in ("policy.onnx", "manifest.json")])
     page.evaluate("window.thrustPlayer.settled()")
     page.wait_for_function("document.getElementById('error').hidden")
     assert page.evaluate("window.thrustPlayer.activeBundle") == "dropped: policy.onnx"
@@ -191,7 +191,7 @@ def test_switching_bundles_while_playing_on_webgpu(page):
     assert page.is_hidden("#error"), page.inner_text("#error")
     assert "pendulum-sac" in page.inner_text("#caption")
     got = page.evaluate("(a) => window.thrustPlayer.runEpisode(a)", {"bundle": "pendulum-sac", "seed": 1, "ep": "webgpu"})
-    assert got["steps"] == onnx_episode(EXPORT_DIR / "pendulum-sac", 1).steps
+    assert got["steps"] == onnx_episode(REFERENCE_DIR / "pendulum-sac", 1).steps
 
 
 @needs_browser
@@ -206,7 +206,7 @@ def test_ten_quick_switches_end_on_the_last_choice(page):
     assert page.is_hidden("#error"), page.inner_text("#error")
     assert last_bundle in page.inner_text("#caption")
     got = page.evaluate("(a) => window.thrustPlayer.runEpisode(a)", {"bundle": last_bundle, "seed": 4, "ep": last_ep})
-    assert got["steps"] == onnx_episode(EXPORT_DIR / last_bundle, 4).steps
+    assert got["steps"] == onnx_episode(REFERENCE_DIR / last_bundle, 4).steps
 
 
 @needs_browser

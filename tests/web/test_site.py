@@ -14,7 +14,7 @@ import pytest
 from thrust_app.cli import main
 from thrust_app.interop.playback import onnx_episode
 from thrust_app.web.browser import player_page
-from thrust_app.web.server import EXPORT_DIR, REFERENCE_BUNDLES, WEB_DIR
+from thrust_app.web.server import REFERENCE_BUNDLES, REFERENCE_DIR, WEB_DIR
 from thrust_app.web.site import MARKER, NPM_FILES
 
 needs_browser = pytest.mark.skipif(
@@ -29,7 +29,7 @@ SUB_PATH = "players/thrust/"
 def site(tmp_path_factory) -> Path:
     root = tmp_path_factory.mktemp("host")
     out = root / SUB_PATH
-    assert main(["web", "build", str(out), *(str(EXPORT_DIR / name) for name in REFERENCE_BUNDLES)]) == 0
+    assert main(["web", "build", str(out), *(str(REFERENCE_DIR / name) for name in REFERENCE_BUNDLES)]) == 0
     return out
 
 
@@ -62,12 +62,12 @@ def test_site_holds_only_what_the_page_needs(site):
 
 def test_build_refuses_a_folder_it_did_not_make_and_rebuilds_its_own(site, tmp_path, capsys):
     (tmp_path / "precious.txt").write_text("keep me")
-    assert main(["web", "build", str(tmp_path), str(EXPORT_DIR / "cartpole-ppo")]) == 2
+    assert main(["web", "build", str(tmp_path), str(REFERENCE_DIR / "cartpole-ppo")]) == 2
     assert "not a site" in capsys.readouterr().err
     assert (tmp_path / "precious.txt").exists()
     rebuilt = tmp_path / "site"
-    assert main(["web", "build", str(rebuilt), str(EXPORT_DIR / "cartpole-ppo")]) == 0
-    assert main(["web", "build", str(rebuilt), str(EXPORT_DIR / "bandit-ppo")]) == 0  # its own site: replaced
+    assert main(["web", "build", str(rebuilt), str(REFERENCE_DIR / "cartpole-ppo")]) == 0
+    assert main(["web", "build", str(rebuilt), str(REFERENCE_DIR / "bandit-ppo")]) == 0  # its own site: replaced
     assert sorted(p.name for p in (rebuilt / "export").iterdir() if p.is_dir()) == ["bandit-ppo"]
     assert main(["web", "build", str(tmp_path / "other"), "no-such-bundle"]) == 2
     assert "no bundle" in capsys.readouterr().err
@@ -79,11 +79,11 @@ def test_static_site_under_a_sub_path_plays_every_bundle(static_server):
     with player_page(url, f"?bundle={REFERENCE_BUNDLES[0]}&ep=wasm") as page:
         for name in REFERENCE_BUNDLES:
             got = page.evaluate("(a) => window.thrustPlayer.runEpisode(a)", {"bundle": name, "seed": 2, "ep": "wasm"})
-            want = onnx_episode(EXPORT_DIR / name, 2)
+            want = onnx_episode(REFERENCE_DIR / name, 2)
             assert got["steps"] == want.steps
             assert got["episodeReturn"] == pytest.approx(want.episode_return, rel=1e-4)
         got = page.evaluate("(a) => window.thrustPlayer.runEpisode(a)", {"bundle": "cartpole-ppo", "seed": 2, "ep": "webgpu"})
-        assert got["ep"] == "webgpu" and got["steps"] == onnx_episode(EXPORT_DIR / "cartpole-ppo", 2).steps
+        assert got["ep"] == "webgpu" and got["steps"] == onnx_episode(REFERENCE_DIR / "cartpole-ppo", 2).steps
         assert page.failed == []  # every file the page asked for was in the folder
         assert all(request.startswith(url) for request in page.requests), page.requests
 

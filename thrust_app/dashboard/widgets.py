@@ -31,9 +31,10 @@ def machine_devices() -> str:
 
 
 def export_root() -> Path:
-    from thrust_app.web.server import EXPORT_DIR
+    """Where the dashboard exports to: the same folder as `thrust export` (bundle.export_dir())."""
+    from thrust_app.interop.bundle import export_dir
 
-    return Path(os.environ.get("THRUST_EXPORT_DIR", EXPORT_DIR))
+    return export_dir()
 
 
 @st.cache_resource(show_spinner=False)

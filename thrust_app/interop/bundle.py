@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -22,6 +23,28 @@ from typing import Any
 import numpy as np
 
 from .manifest import BundleError, check_manifest
+
+#: The reference bundles that come with Thrust's source (`make reference-bundles`): found by every command
+#: that looks a bundle up by name, never written to.
+REFERENCE_DIR = Path(__file__).resolve().parents[2] / "export"
+
+
+def export_dir() -> Path:
+    """Where bundles are written and looked up first: $THRUST_EXPORT_DIR, else the working directory's export/."""
+    return Path(os.environ.get("THRUST_EXPORT_DIR", "export"))
+
+
+def bundle_dirs(user_dir: Path | None = None) -> list[Path]:
+    """The folders bundles are found in, in order: the user's export folder (`export_dir()` unless given),
+    then the reference bundles."""
+    user = Path(user_dir) if user_dir is not None else export_dir()
+    return [user] if user.resolve() == REFERENCE_DIR.resolve() else [user, REFERENCE_DIR]
+
+
+def find_bundle(name: str, dirs: list[Path]) -> Path:
+    """The folder of the bundle called `name` in the first of `dirs` that has one (the first of `dirs` if none)."""
+    return next((folder / name for folder in dirs if (folder / name).is_dir()), dirs[0] / name)
+
 
 MODEL_FILE = "policy.onnx"
 MANIFEST_FILE = "manifest.json"

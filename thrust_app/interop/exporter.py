@@ -40,6 +40,7 @@ from .bundle import (
     BundleError,
     OnnxPolicy,
     check_model_file,
+    export_dir,
     load_bundle,
     sha256_file,
 )
@@ -290,13 +291,13 @@ def write_bundle(
 
 
 def export_run(
-    run_dir: str | Path, out: str | Path | None = None, force: bool = False, export_root: str | Path = "export"
+    run_dir: str | Path, out: str | Path | None = None, force: bool = False, export_root: str | Path | None = None
 ) -> Bundle:
     """Export a run's policy to a bundle folder (default `export/<run-name>`); returns the loaded bundle."""
     run_dir = Path(run_dir)
     spec = load_spec(run_dir)
     _, policy = load_policy(run_dir, "cpu")
-    out_dir = Path(out) if out is not None else Path(export_root) / run_dir.resolve().name
+    out_dir = Path(out) if out is not None else Path(export_root or export_dir()) / run_dir.resolve().name
     return write_bundle(policy, spec.env, spec.algo, out_dir, run_fields(spec, run_dir, out_dir), force=force, seed=spec.seed)
 
 

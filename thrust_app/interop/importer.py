@@ -25,7 +25,7 @@ from ..envs import GYMNASIUM_TWINS, env_spaces
 from ..envs.core import Discrete
 from ..runs.staging import staged_folder
 from ..training.run_spec import resolve_env_name
-from .bundle import MANIFEST_FILE, MODEL_FILE, Bundle, BundleError, OnnxPolicy, load_bundle
+from .bundle import MANIFEST_FILE, MODEL_FILE, Bundle, BundleError, OnnxPolicy, export_dir, load_bundle
 from .exporter import MAX_ABS_DIFF, TIE_GAP, ParityError, base_manifest, move_into_place, random_observations, write_bundle
 from .onnx_actions import add_action_output, post_process
 from .sb3_model import SB3Model, check_spaces, read_sb3_zip, read_vec_normalize, rebuild_policy, sb3_reference
@@ -67,7 +67,7 @@ def import_sb3(
     vec_normalize: str | Path | None = None,
     trust_pickle: bool = False,
     force: bool = False,
-    export_root: str | Path = "export",
+    export_root: str | Path | None = None,
 ) -> Bundle:
     """Turn the SB3 model file `source`, trained on `env`, into a bundle (default `export/<file stem>`)."""
     source = Path(source)
@@ -83,7 +83,7 @@ def import_sb3(
             f"{tuple(obs_space.shape)}: statistics from another env?"
         )
     policy = rebuild_policy(model, action_space, normalizer).eval()
-    out_dir = Path(out) if out is not None else Path(export_root) / source.stem
+    out_dir = Path(out) if out is not None else Path(export_root or export_dir()) / source.stem
     fields = {
         "source": {
             "library": "stable-baselines3",
@@ -177,7 +177,7 @@ def import_onnx(
     post: str = "none",
     algo: str = "imported",
     force: bool = False,
-    export_root: str | Path = "export",
+    export_root: str | Path | None = None,
 ) -> Bundle:
     """Turn a foreign ONNX policy into a bundle: Thrust's `action` output appended (`onnx_actions`), the
     source's other outputs dropped, checked against the source model on random and real observations."""
@@ -190,7 +190,7 @@ def import_onnx(
     model = load_foreign_onnx(source, env_id, tuple(obs_space.shape))
     dims = model.graph.input[0].type.tensor_type.shape.dim
     source_output, outputs = add_action_output(model, action_output, post, action_space)
-    out_dir = Path(out) if out is not None else Path(export_root) / source.stem
+    out_dir = Path(out) if out is not None else Path(export_root or export_dir()) / source.stem
     batch = dims[0].dim_param or dims[0].dim_value
     fields = {
         "inputs": [{"name": model.graph.input[0].name, "dtype": "float32", "shape": [batch, *obs_space.shape]}],

@@ -24,13 +24,12 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import unquote, urlparse
 
-from ..interop.bundle import BundleError, load_bundle
+from ..interop.bundle import REFERENCE_DIR, BundleError, bundle_dirs, find_bundle, load_bundle
 from .core_wheel import build_core_wheel, wheel_name
 from .training_assets import asset
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 WEB_DIR = REPO_ROOT / "web"
-EXPORT_DIR = REPO_ROOT / "export"
 HOST = "127.0.0.1"
 
 MIME_TYPES = {
@@ -49,7 +48,7 @@ MIME_TYPES = {
 }
 
 
-#: The bundles committed in export/ (`make reference-bundles` rebuilds them); anything else there is a user's.
+#: The bundles committed in the source's export/ (REFERENCE_DIR; `make reference-bundles` rebuilds them).
 REFERENCE_BUNDLES = ("bandit-ppo", "cartpole-ppo", "pendulum-sac", "snake-dqn")
 
 
@@ -74,12 +73,16 @@ def ensure_node_modules(web_dir: Path = WEB_DIR, log=print) -> None:
         raise WebSetupError(f"`npm ci` in {web_dir} failed:\n{done.stderr[-2000:]}")
 
 
-def bundle_index(export_dir: Path) -> list[dict]:
-    """Every bundle under export_dir, valid ones with their manifest summary, broken ones with the reason."""
-    entries = []
+def bundle_index(*dirs: Path) -> list[dict]:
+    """Every bundle in `dirs`, valid ones with their manifest summary, broken ones with the reason; a name
+    found in an earlier folder hides the same name in a later one."""
+    entries, seen = [], set()
     for path in (
-        sorted(p for p in export_dir.iterdir() if p.is_dir() and not p.name.startswith(".")) if export_dir.is_dir() else []
+        p for folder in dirs if folder.is_dir() for p in sorted(folder.iterdir()) if p.is_dir() and not p.name.startswith(".")
     ):
+        if path.name in seen:
+            continue
+        seen.add(path.name)
         try:
             m = load_bundle(path).manifest
             entries.append(
@@ -99,7 +102,7 @@ def bundle_index(export_dir: Path) -> list[dict]:
 class PlayerHandler(SimpleHTTPRequestHandler):
     """Static files with the player's headers and MIME types, plus the generated routes."""
 
-    export_dir: Path = EXPORT_DIR
+    export_dirs: tuple[Path, ...] = (REFERENCE_DIR,)
     wheel: bytes = b""
 
     def __init__(self, *args, directory: str, **kwargs) -> None:
@@ -141,7 +144,7 @@ class PlayerHandler(SimpleHTTPRequestHandler):
         if "\0" in path or not path.startswith("/"):  # no file has such a name (os calls refuse a NUL)
             return self.send_error(HTTPStatus.BAD_REQUEST, "malformed path")
         if path == "/export/index.json":
-            return self._send(json.dumps(bundle_index(self.export_dir)).encode(), "application/json")
+            return self._send(json.dumps(bundle_index(*self.export_dirs)).encode(), "application/json")
         if path == f"/py/{wheel_name()}":
             return self._send(self.wheel, "application/zip")
         if path == "/py/index.json":
@@ -149,8 +152,10 @@ class PlayerHandler(SimpleHTTPRequestHandler):
         if path.startswith("/py/") and (body := asset(path[len("/py/") :])) is not None:
             return self._send(body, self.guess_type(path))
         if path.startswith("/export/"):
-            target = (self.export_dir / path[len("/export/") :]).resolve()
-            if self.export_dir.resolve() not in target.parents or not target.is_file():
+            name, _, file = path[len("/export/") :].partition("/")
+            folder = find_bundle(name, list(self.export_dirs))
+            target = (folder / file).resolve()
+            if folder.parent.resolve() not in target.parents or not target.is_file() or not name:
                 return self.send_error(HTTPStatus.NOT_FOUND, "no such bundle file")
             return self._send(target.read_bytes(), self.guess_type(target))
         return super().do_GET()
@@ -170,9 +175,11 @@ class PlayerServer:
     """The player's HTTP server on 127.0.0.1; `start()` runs it in a thread, `stop()` shuts it down."""
 
     def __init__(
-        self, port: int = 8000, web_dir: Path = WEB_DIR, export_dir: Path = EXPORT_DIR, verbose: bool = False
+        self, port: int = 8000, web_dir: Path = WEB_DIR, export_dir: Path | None = None, verbose: bool = False
     ) -> None:
-        handler = type("Handler", (PlayerHandler,), {"export_dir": Path(export_dir), "wheel": build_core_wheel()})
+        """`export_dir`: the user's bundles (`bundle.export_dir()` unless given), served with the reference ones."""
+        dirs = tuple(bundle_dirs(export_dir))
+        handler = type("Handler", (PlayerHandler,), {"export_dirs": dirs, "wheel": build_core_wheel()})
         self.httpd = QuietHTTPServer((HOST, port), partial(handler, directory=str(web_dir)))
         self.httpd.verbose = verbose
         self.httpd.daemon_threads = True

@@ -19,10 +19,10 @@ import shutil
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from ..interop.bundle import BundleError, load_bundle
+from ..interop.bundle import BundleError, bundle_dirs, find_bundle, load_bundle
 from ..runs.staging import install, staged_folder
 from .core_wheel import build_core_wheel, wheel_name
-from .server import EXPORT_DIR, WEB_DIR, bundle_index, ensure_node_modules
+from .server import WEB_DIR, bundle_index, ensure_node_modules
 from .training_assets import ASSET_PATHS, asset
 
 #: The npm files the page loads, relative to web/node_modules (nothing else is copied).
@@ -50,16 +50,18 @@ PAGE_FILES = ("index.html", "styles.css", *sorted(str(p.relative_to(WEB_DIR)) fo
 MARKER = ".thrust-site"
 
 
-def resolve_bundles(names: Sequence[str], export_dir: Path = EXPORT_DIR) -> list[Path]:
-    """Bundle folders from paths or names under export/ (all valid bundles there when none are named)."""
+def resolve_bundles(names: Sequence[str], export_dir: Path | None = None) -> list[Path]:
+    """Bundle folders from paths, or names in the export folder or the reference bundles (every valid bundle
+    there when none are named)."""
+    dirs = bundle_dirs(export_dir)
     if not names:
-        folders = [export_dir / entry["name"] for entry in bundle_index(export_dir) if entry["ok"]]
+        folders = [find_bundle(entry["name"], dirs) for entry in bundle_index(*dirs) if entry["ok"]]
         if not folders:
-            raise BundleError(f"no bundles in {export_dir}; name bundle folders to put on the site")
+            raise BundleError(f"no bundles in {dirs[0]}; name bundle folders to put on the site")
         return folders
     folders = []
     for name in names:
-        folder = Path(name) if Path(name).exists() else export_dir / name
+        folder = Path(name) if Path(name).exists() else find_bundle(name, dirs)
         load_bundle(folder)  # a broken or missing bundle stops the build, with its reason
         folders.append(folder)
     if len({folder.resolve().name for folder in folders}) < len(folders):
