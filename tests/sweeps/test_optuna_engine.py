@@ -3,8 +3,10 @@ evaluations during training, and a killed sweep continued without losing a finis
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import random
 import signal
 import subprocess
 import sys
@@ -15,6 +17,7 @@ import pytest
 
 from thrust_app.config import ConfigError
 from thrust_app.runs.compare import compare
+from thrust_app.runs.lock import is_locked
 from thrust_app.sweeps.launch import sweep
 from thrust_app.sweeps.spec import SweepSpec
 from thrust_app.sweeps.trials import best_trial, trial_states
@@ -241,9 +244,11 @@ def test_a_killed_driver_takes_its_workers_with_it_and_resume_finishes_every_tri
     os.kill(process.pid, signal.SIGKILL)  # the driver only, not its process group
     process.wait(30)
     deadline = time.time() + 60
-    while time.time() < deadline and any(alive(pid) for pid in writers):
+    # gone: no worker process left, and the sweep's lock released (a dying process's threads may hold its
+    # files a moment after its main thread shows as ended)
+    while time.time() < deadline and (any(alive(pid) for pid in writers) or is_locked(folder)):
         time.sleep(0.2)
-    assert not any(alive(pid) for pid in writers), "a worker outlived its driver"
+    assert not any(alive(pid) for pid in writers) and not is_locked(folder), "a worker outlived its driver"
     sweep(resume_folder=folder, log=lambda _: None)
     assert trial_states(folder).get("complete", 0) >= 4
     for summary in folder.glob("trial-*/summary.json"):
@@ -259,3 +264,79 @@ def alive(pid: int) -> bool:
     # a zombie (exited, not yet reaped by its init) counts as gone
     status = Path(f"/proc/{pid}/status")
     return not status.exists() or "\nState:\tZ" not in status.read_text()
+
+
+GRID = """
+name: {name}
+algo: ppo
+env: cartpole
+timesteps: 20000
+base: {{n_steps: 32}}
+search:
+  learning_rate: {{type: choice, values: [0.0001, 0.0003, 0.001, 0.003]}}
+sampler: grid
+trials: 4
+seeds: 1
+pruner: none
+eval_every: 5000
+eval_episodes: 5
+workers: 2
+"""
+
+
+def comparable_records(run: Path) -> list[dict]:
+    """A run's records, timing fields aside."""
+    from thrust_app.runs.files import read_jsonl
+
+    return [{k: v for k, v in r.items() if k not in ("wall_s", "train_s", "sps")} for r in read_jsonl(run / "metrics.jsonl")]
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_a_sweep_killed_at_random_points_resumes_to_the_records_of_one_never_killed(tmp_path, seed):
+    """SIGKILL a worker, then the driver, at random points; `--resume` then completes every trial, and each
+    trial's run has the records (timing fields aside) of the same settings trained without interruption."""
+    from thrust_app.training.trainer import train
+
+    rng = random.Random(seed)
+    killed_file = tmp_path / "killed.yaml"
+    killed_file.write_text(GRID.format(name="killed"))
+    process = start_sweep_process(killed_file, tmp_path / "runs")
+    folder = tmp_path / "runs" / "killed"
+    deadline = time.time() + 120
+    workers: set[int] = set()
+    while time.time() < deadline and not workers:  # a forked worker: the writer of a trial folder, not the driver
+        workers = {int(lock.read_text()) for lock in folder.glob("trial-*/.lock") if lock.read_text().strip()} - {process.pid}
+        time.sleep(0.1)
+    assert workers, "no forked worker started a trial in time"
+    time.sleep(rng.uniform(0.0, 2.0))
+    for pid in workers:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+    time.sleep(rng.uniform(0.0, 2.0))
+    os.kill(process.pid, signal.SIGKILL)
+    process.wait(30)
+    deadline = time.time() + 60
+    while time.time() < deadline and (any(alive(pid) for pid in workers) or is_locked(folder)):
+        time.sleep(0.2)
+    sweep(resume_folder=folder, log=lambda _: None)
+    assert trial_states(folder) == {"complete": 4}
+    runs = sorted(folder.glob("trial-*-s0"))
+    assert len(runs) == 4
+    for run in runs:
+        summary = json.loads((run / "summary.json").read_text())
+        assert summary["status"] == "finished" and summary["timesteps"] >= 20_000, (run, summary)
+        params = json.loads((run / "trial.json").read_text())["params"]
+        whole = tmp_path / "whole" / run.name
+        train(
+            "ppo",
+            "cartpole",
+            timesteps=20_000,
+            seed=0,
+            run_dir=whole,
+            eval_every=5000,
+            eval_episodes=5,
+            overrides={"n_steps": 32, **params},
+            progress=False,
+            log=lambda _: None,
+        )
+        assert comparable_records(run) == comparable_records(whole), run.name

@@ -19,8 +19,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..config import ConfigError
+from ..runs.lock import is_locked
+from ..runs.staging import process_alive
 from .spec import JOURNAL_FILE, METRICS, SweepSpec, load_sweep
-from .trial_runs import on_new_evaluation, run_seed, score, score_so_far
+from .trial_runs import on_new_evaluation, run_folder, run_seed, score, score_so_far
 
 if TYPE_CHECKING:
     from ..training.trainer import IterationHook, Trainer
@@ -73,7 +75,7 @@ def objective(trial: Any, folder: Path, spec: SweepSpec, interrupted: list[bool]
     stopped by a signal marks the trial interrupted (resume continues it) and `interrupted` non-empty."""
     import optuna
 
-    trial.set_user_attr("pid", os.getpid())  # whose trial this is, for _fail_orphans
+    trial.set_user_attr("pid", os.getpid())  # whose trial this is, for continue_orphans
     params = {name: suggest(trial, name, space) for name, space in spec.search.items()}
     number = trial.user_attrs.get("continues", trial.number)  # a resumed trial keeps its folders
     scores = []
@@ -130,7 +132,7 @@ def run_worker(folder: Path, worker: int) -> None:
         if done >= spec.trials:
             break
         if done + running >= spec.trials:
-            _fail_orphans(study)
+            continue_orphans(study, folder, spec)
             time.sleep(0.5)
             continue
         study.optimize(lambda trial: objective(trial, folder, spec, interrupted), n_trials=1, catch=(RuntimeError,))
@@ -163,21 +165,25 @@ def check_failures(study: Any) -> None:
         )
 
 
-def _fail_orphans(study: Any) -> None:
-    """Running trials whose worker process has died (a crash, the OOM killer) are marked failed, so the
-    workers still alive do not wait for them."""
+def continue_orphans(study: Any, folder: Path, spec: SweepSpec) -> None:
+    """Running trials whose worker has died (a crash, the OOM killer, a kill -9) and whose run folders no
+    process holds: marked failed and queued again, so a live worker continues each in its own folder from
+    its checkpoint instead of waiting for it. Two workers finding the same orphan queue it once."""
+    from optuna.exceptions import UpdateFinishedTrialError
     from optuna.trial import TrialState
 
     for trial in study.get_trials(deepcopy=False, states=(TrialState.RUNNING,)):
         pid = trial.user_attrs.get("pid")
-        if pid is None:
+        key = trial.user_attrs.get("continues", trial.number)
+        if pid is None or process_alive(str(pid)):
             continue
+        if any(is_locked(run_folder(folder, spec, key, index)) for index in range(spec.seeds)):
+            continue  # its run is still being written: not an orphan (yet)
         try:
-            os.kill(pid, 0)
-        except ProcessLookupError:
             study._storage.set_trial_state_values(trial._trial_id, TrialState.FAIL)
-        except PermissionError:
-            pass
+        except UpdateFinishedTrialError:  # another worker marked it first, and queued it
+            continue
+        study.enqueue_trial(trial.params, user_attrs={"continues": key})
 
 
 def requeue_interrupted(folder: Path, spec: SweepSpec) -> int:
