@@ -18,6 +18,7 @@ import pytest
 from thrust_app.config import ConfigError
 from thrust_app.runs.compare import compare
 from thrust_app.runs.lock import is_locked
+from thrust_app.runs.staging import process_alive
 from thrust_app.sweeps.launch import sweep
 from thrust_app.sweeps.spec import SweepSpec
 from thrust_app.sweeps.trials import best_trial, trial_states
@@ -246,24 +247,14 @@ def test_a_killed_driver_takes_its_workers_with_it_and_resume_finishes_every_tri
     deadline = time.time() + 60
     # gone: no worker process left, and the sweep's lock released (a dying process's threads may hold its
     # files a moment after its main thread shows as ended)
-    while time.time() < deadline and (any(alive(pid) for pid in writers) or is_locked(folder)):
+    while time.time() < deadline and (any(process_alive(str(pid)) for pid in writers) or is_locked(folder)):
         time.sleep(0.2)
-    assert not any(alive(pid) for pid in writers) and not is_locked(folder), "a worker outlived its driver"
+    assert not any(process_alive(str(pid)) for pid in writers) and not is_locked(folder), "a worker outlived its driver"
     sweep(resume_folder=folder, log=lambda _: None)
     assert trial_states(folder).get("complete", 0) >= 4
     for summary in folder.glob("trial-*/summary.json"):
         record = json.loads(summary.read_text())
         assert record["status"] == "finished" and record["timesteps"] >= 30_000, (summary, record)
-
-
-def alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    # a zombie (exited, not yet reaped by its init) counts as gone
-    status = Path(f"/proc/{pid}/status")
-    return not status.exists() or "\nState:\tZ" not in status.read_text()
 
 
 GRID = """
@@ -316,7 +307,7 @@ def test_a_sweep_killed_at_random_points_resumes_to_the_records_of_one_never_kil
     os.kill(process.pid, signal.SIGKILL)
     process.wait(30)
     deadline = time.time() + 60
-    while time.time() < deadline and (any(alive(pid) for pid in workers) or is_locked(folder)):
+    while time.time() < deadline and (any(process_alive(str(pid)) for pid in workers) or is_locked(folder)):
         time.sleep(0.2)
     sweep(resume_folder=folder, log=lambda _: None)
     assert trial_states(folder) == {"complete": 4}

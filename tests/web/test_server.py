@@ -40,6 +40,13 @@ def test_a_missing_file_is_404(server):
     assert status_of(server, "/export/nothing/manifest.json") == 404
 
 
+@pytest.mark.parametrize(
+    "path", ["/export/./../pyproject.toml", "/export/../pyproject.toml", "/export/bandit-ppo/../../pyproject.toml", "/export/"]
+)
+def test_nothing_outside_a_bundle_is_served_under_export(server, path):
+    assert status_of(server, path) == 404
+
+
 def test_one_export_folder_for_every_command(tmp_path, monkeypatch):
     """`thrust export` writes to the working directory's export/; the player and `web build NAME` find the
     bundle there, and still list the reference bundles, which nothing writes to."""

@@ -153,9 +153,11 @@ class PlayerHandler(SimpleHTTPRequestHandler):
             return self._send(body, self.guess_type(path))
         if path.startswith("/export/"):
             name, _, file = path[len("/export/") :].partition("/")
-            folder = find_bundle(name, list(self.export_dirs))
+            if name in ("", ".", ".."):  # a bundle is a plain folder name (pathlib reads "export/." as "export")
+                return self.send_error(HTTPStatus.NOT_FOUND, "no such bundle file")
+            folder = find_bundle(name, list(self.export_dirs)).resolve()
             target = (folder / file).resolve()
-            if folder.parent.resolve() not in target.parents or not target.is_file() or not name:
+            if folder not in target.parents or not target.is_file():  # only the bundle's own files
                 return self.send_error(HTTPStatus.NOT_FOUND, "no such bundle file")
             return self._send(target.read_bytes(), self.guess_type(target))
         return super().do_GET()
