@@ -49,8 +49,10 @@ peers: install
 	$(PY) benches/peers.py
 	$(PY) benches/peers.py --peer cleanrl
 
+# Full learning runs, an hour or more each on 2 cores: every preset's validation, then each against SB3.
 validate: install
 	$(PY) benches/validation.py
+	$(PY) benches/parity.py
 
 reference-bundles: install
 	for pair in $(REFERENCE); do \

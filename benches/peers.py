@@ -94,13 +94,9 @@ PAIRS = {
 QUICK_BUDGET = {"ppo": 16_384, "a2c": 16_000, "dqn": 8_000, "sac": 1_500}
 
 
-#: Thrust settings that differ from its preset, to run the same algorithm as SB3 (whose DQN is not double).
-THRUST_OVERRIDES = {"dqn": {"double_dqn": False}}
-
-
 def run_thrust(algo: str, seed: int, budget: int, stop: bool, eval_every: int = EVAL_EVERY, update: str | None = None) -> dict:
     env, _, threshold, _, _, _ = PAIRS[algo]
-    overrides = THRUST_OVERRIDES.get(algo, {}) | ({"update": update} if update else {})
+    overrides = {"update": update} if update else {}
     evals: list[tuple[int, float]] = []
     on_record = lambda r: evals.append((r["step"], r["train_s"])) if r["kind"] == "eval" else None  # noqa: E731
     with TemporaryDirectory() as tmp:

@@ -5,9 +5,13 @@ from __future__ import annotations
 import pytest
 import torch
 
+from thrust_app.algos import build_algorithm
 from thrust_app.algos.dqn import DQNConfig, dqn_loss
+from thrust_app.envs.batched import make_batched
+from thrust_app.envs.tensors import EnvIO
 from thrust_app.nets.policies import QNetwork
 from thrust_app.runs.files import load_checkpoint, read_jsonl
+from thrust_app.speed.switches import apply_speed
 from thrust_app.training.trainer import train
 
 QUIET = {"progress": False, "log": lambda _: None}
@@ -82,3 +86,23 @@ def test_dqn_learns_at_cleanrl_settings(seed, tmp_path):
     with torch.no_grad():
         q_values = q_net(state["buffer"]["obs"])
     assert q_values.max() < 1 / (1 - 0.99), float(q_values.max())
+
+
+@pytest.mark.parametrize("acting", ["torch", "numpy"])
+def test_epsilon_moves_every_env_step_like_sb3(acting):
+    """SB3 sets epsilon after every env step from the steps taken so far; one iteration of 100 steps must
+    not act on its first step's epsilon throughout (with train_freq 256 and a decay over 8k steps, that
+    kept epsilon up to 0.03 too high)."""
+    env = make_batched("cartpole", 1, seed=0)
+    config = {"learning_starts": 0, "train_freq": 100, "exploration_fraction": 0.5, "acting": acting}
+    agent = build_algorithm("dqn", env.env_id, config, torch.device("cpu"), seed=0)
+    agent.total_timesteps = 1000
+    agent.apply_schedules(1.0)
+    assert apply_speed(agent, env).acting == acting
+    used: list[float] = []
+    after_env_step = agent.after_env_step
+    agent.after_env_step = lambda: (after_env_step(), used.append(agent.exploration_rate))
+    io = EnvIO(torch.device("cpu"))
+    agent.iteration(env, io, io.reset(env))
+    # eps after t steps = 1 + min(1, (t / 1000) / 0.5) * (0.05 - 1)
+    torch.testing.assert_close(used, [1.0 - 0.95 * t / 500 for t in range(1, 101)])

@@ -74,24 +74,27 @@ def test_the_numpy_views_follow_optimizer_steps_and_copies():
     )
 
 
-def test_both_acting_paths_fill_the_buffer_alike():
-    """One iteration each from the same start: same steps, same shapes, random phase then learning."""
+def test_both_acting_paths_take_the_same_actions():
+    """The same start, four iterations each: the random phase, then epsilon-greedy with epsilon moving every
+    step and the net learning in between; both paths fill the buffer with the very same transitions."""
     buffers = {}
     for acting in ("numpy", "torch"):
         env = make_batched("cartpole", 2, seed=0)
         config = {"learning_starts": 64, "train_freq": 48, "gradient_steps": 2, "batch_size": 16, "acting": acting}
-        agent = build_algorithm("dqn", env.env_id, config, torch.device("cpu"), seed=0)
+        torch.manual_seed(0)  # the nets' initial weights
+        agent = build_algorithm("dqn", env.env_id, config | {"exploration_fraction": 1.0}, torch.device("cpu"), seed=0)
+        agent.total_timesteps = 384
         agent.apply_schedules(1.0)
         assert apply_speed(agent, env).acting == acting
         io = EnvIO(torch.device("cpu"))
         obs = io.reset(env)
-        for _ in range(2):  # 96 then 192 env steps: the second iteration crosses learning_starts
+        for _ in range(4):  # 96 env steps each: the second iteration crosses learning_starts
             iteration = agent.iteration(env, io, obs)
             obs = iteration.obs
-        assert agent.num_timesteps == 192 and agent.buffer.size == 192 and iteration.stats
+        assert agent.num_timesteps == 384 and agent.buffer.size == 384 and iteration.stats
         buffers[acting] = agent.buffer
     fast, reference = buffers["numpy"], buffers["torch"]
-    assert torch.equal(fast.obs[:64], reference.obs[:64])  # the random phase: the same uniform actions
+    assert torch.equal(fast.actions, reference.actions) and torch.equal(fast.obs, reference.obs)
     assert set(fast.actions.unique().tolist()) == {0, 1} and fast.terminated.sum() > 0
 
 

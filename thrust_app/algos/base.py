@@ -58,6 +58,10 @@ class Algorithm(ABC):
         self.generator = torch.Generator(device=device)
         self.generator.manual_seed(seed)
         self.num_timesteps = 0
+        #: The run's step budget, set by the trainer: what a schedule that moves every env step (DQN's
+        #: epsilon) measures progress against. None outside a run: schedules then move only with
+        #: `apply_schedules`.
+        self.total_timesteps: int | None = None
         #: The optimizers' learning rate now (set by apply_schedules).
         self.learning_rate: float = config.learning_rate
         #: Things the user should know about how this run computes (a fallback taken, say); printed at start.

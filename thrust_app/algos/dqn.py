@@ -1,7 +1,9 @@
-"""DQN (Mnih et al., 2015) with double-Q targets (van Hasselt et al., 2016) on by default.
+"""DQN (Mnih et al., 2015), with double-Q targets (van Hasselt et al., 2016) as an option.
 
-Epsilon-greedy exploration on a linear schedule, a replay buffer, a periodically copied target
-network, and a Huber (SB3, the default) or squared (CleanRL) TD loss. Defaults follow Stable-Baselines3.
+Epsilon-greedy exploration on a linear schedule moved every env step, a replay buffer, a target network
+copied every `target_update_interval` env steps, and a Huber (SB3, the default) or squared (CleanRL) TD
+loss. Defaults are Stable-Baselines3's (tests/algos/test_sb3_defaults.py), so a zoo preset means what it
+means in SB3.
 """
 
 from __future__ import annotations
@@ -24,8 +26,6 @@ from .replay import Batch
 @dataclass
 class DQNConfig(OffPolicyConfig):
     learning_rate: float = param(1e-4, "Adam step size at the start of training", gt=0)
-    buffer_size: int = param(100_000, "replay buffer capacity (transitions)", ge=1)
-    learning_starts: int = param(1000, "env steps of random actions before learning starts", ge=0)
     batch_size: int = param(32, "minibatch size", ge=1)
     train_freq: int = param(4, "env steps (per env) between learning phases", ge=1)
     tau: float = param(1.0, "target update weight (1.0 = hard copy)", gt=0, le=1)
@@ -33,7 +33,11 @@ class DQNConfig(OffPolicyConfig):
     exploration_fraction: float = param(0.1, "fraction of training over which epsilon decays", gt=0, le=1)
     exploration_initial_eps: float = param(1.0, "epsilon at the start", ge=0, le=1)
     exploration_final_eps: float = param(0.05, "epsilon after the decay", ge=0, le=1)
-    double_dqn: bool = param(True, "pick the next action with the online net, value it with the target net")
+    double_dqn: bool = param(
+        False,
+        "double DQN: pick the next action with the online net, value it with the target net. Off, as in SB3: "
+        "on, it made the zoo's CartPole preset forget (docs/validation.md)",
+    )
     max_grad_norm: float = param(10.0, "gradient norm clip", gt=0)
     loss: Literal["huber", "mse"] = param(
         "huber",
@@ -59,6 +63,11 @@ def dqn_loss(
     if loss == "mse":
         return nn.functional.mse_loss(q, target)
     return nn.functional.smooth_l1_loss(q, target)
+
+
+def uniform_action(v: torch.Tensor, n_actions: int) -> torch.Tensor:
+    """floor(v * n) for v ~ U[0, 1): each of the n actions equally likely (clamped: v * n can round up to n)."""
+    return (v * n_actions).long().clamp_(max=n_actions - 1)
 
 
 class DQN(OffPolicyAlgorithm):
@@ -90,9 +99,12 @@ class DQN(OffPolicyAlgorithm):
         self._last_target_update = state["last_target_update"]
 
     def apply_schedules(self, progress_remaining: float) -> None:
-        """Epsilon falls linearly from its initial to its final value over the first exploration_fraction
-        of training, then stays (SB3's schedule)."""
         super().apply_schedules(progress_remaining)
+        self.set_exploration_rate(progress_remaining)
+
+    def set_exploration_rate(self, progress_remaining: float) -> None:
+        """Epsilon falls linearly from its initial to its final value over the first exploration_fraction
+        of training, then stays (SB3's schedule): eps = eps_0 + min(1, (1 - p) / fraction) * (eps_final - eps_0)."""
         config = self.config
         decayed = min(1.0, (1.0 - progress_remaining) / config.exploration_fraction)
         self.exploration_rate = config.exploration_initial_eps + decayed * (
@@ -100,9 +112,11 @@ class DQN(OffPolicyAlgorithm):
         )
 
     def explore(self, obs: torch.Tensor) -> torch.Tensor:
+        """Epsilon-greedy: per env, u and v ~ U[0, 1) in one draw; where u < epsilon a uniform random action
+        floor(v * n_actions), else argmax_a Q(s, a)."""
         greedy = self.q_net(obs).argmax(1)
-        explore = torch.rand(obs.shape[0], generator=self.generator, device=self.device) < self.exploration_rate
-        return torch.where(explore, self.random_actions(obs.shape[0]), greedy)
+        u, v = torch.rand((2, obs.shape[0]), generator=self.generator, device=self.device)
+        return torch.where(u < self.exploration_rate, uniform_action(v, self.action_space.n), greedy)
 
     def update(self, batch: Batch) -> dict[str, torch.Tensor]:
         """One gradient step on the TD loss, its gradient clipped to max_grad_norm; returns the loss."""
@@ -118,6 +132,10 @@ class DQN(OffPolicyAlgorithm):
         return {"epsilon": self.exploration_rate}
 
     def after_env_step(self) -> None:
+        """After every vec-env step, as SB3 does: epsilon for the next step, and the target copied once
+        target_update_interval env steps have passed since the last copy."""
+        if self.total_timesteps:
+            self.set_exploration_rate(max(0.0, 1.0 - self.num_timesteps / self.total_timesteps))
         if self.num_timesteps - self._last_target_update >= self.config.target_update_interval:
             polyak(self.target_net, self.q_net, self.config.tau)
             self._last_target_update = self.num_timesteps

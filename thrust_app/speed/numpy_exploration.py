@@ -5,8 +5,9 @@ The reference is `OffPolicyAlgorithm.act` (algos/off_policy.py): per env step th
 torch forward, the env step through EnvIO and the buffer's tensor `add`. Here the explorer's forward
 runs in numpy on views of the net's parameters (numpy_acting.py), the env's own arrays are used, the
 buffer is written through its numpy views, and the random numbers of all `train_freq` steps are drawn
-at once from the algorithm's generator, in the reference's order, so both take the same actions
-(tests/speed/test_numpy_acting.py).
+at once from the algorithm's generator. DQN's come in the reference's order, so both paths take the same
+actions (tests/speed/test_numpy_acting.py); SAC's noise is drawn from the algorithm's generator where
+the reference's `actor.sample` draws from torch's global one: the same distribution, other numbers.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from collections.abc import Callable
 import numpy as np
 import torch
 
-from ..algos.dqn import DQN
+from ..algos.dqn import DQN, uniform_action
 from ..algos.off_policy import OffPolicyAlgorithm
 from ..algos.sac import SAC
 from ..envs.tensors import EnvIO
@@ -40,20 +41,21 @@ class NumpyExploration:
             raise TypeError(f"{type(algo).__name__} has no numpy explorer")
 
     def explorer(self) -> Explorer:
-        """The behaviour policy at the algorithm's current exploration settings (DQN's epsilon)."""
-        if isinstance(self.algo, DQN):
-            policy, epsilon = self.policy, self.algo.exploration_rate
-            return lambda obs, uniform, random_action: policy(obs, uniform, random_action, epsilon)
+        """The behaviour policy at the algorithm's exploration settings when it is called (DQN's epsilon,
+        which `after_env_step` moves every step)."""
+        algo = self.algo
+        if isinstance(algo, DQN):
+            policy = self.policy
+            return lambda obs, uniform, random_action: policy(obs, uniform, random_action, algo.exploration_rate)
         return self.policy
 
     def draws(self, steps: int, n: int) -> list[tuple[np.ndarray, ...]]:
         """The random numbers `steps` explorer calls take for n envs, drawn at once from the algorithm's
         generator as the reference draws them step by step: one tuple per step."""
         algo = self.algo
-        if isinstance(algo, DQN):
-            uniform = torch.rand((steps, n), generator=algo.generator, device=algo.device).numpy()
-            random_action = algo.random_actions(steps * n).reshape(steps, n).numpy()
-            return list(zip(uniform, random_action, strict=True))
+        if isinstance(algo, DQN):  # DQN.explore's (u, v) pair per step: one draw of (steps, 2, n) is the same stream
+            u, v = torch.rand((steps, 2, n), generator=algo.generator, device=algo.device).unbind(1)
+            return list(zip(u.numpy(), uniform_action(v, algo.action_space.n).numpy(), strict=True))
         noise = torch.randn((steps, n, *algo.action_space.shape), generator=algo.generator, device=algo.device)
         return [(step_noise,) for step_noise in noise.numpy()]
 

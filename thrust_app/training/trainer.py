@@ -112,6 +112,7 @@ class Trainer:
         torch.manual_seed(spec.seed)
         np.random.seed(spec.seed % 2**32)
         self.algo: Algorithm = build_algorithm(spec.algo, spec.env, spec.config, device, spec.seed)
+        self.algo.total_timesteps = spec.timesteps
         # Actions come from the policy's own action space, so the env need not re-check them (a sync on GPU).
         self.env = make_batched(
             spec.env,

@@ -1,0 +1,431 @@
+"""Learning parity: every preset Thrust ships, Thrust and Stable-Baselines3 side by side on the same settings.
+
+Each row is one (algorithm, env) preset (the rows of benches/validation.py). Thrust trains with the
+preset; SB3 2.9.2 trains with the same values, translated field by field from Thrust's resolved config
+(`sb3_settings`), on gymnasium's env where Thrust's is its twin (CartPole-v1, Pendulum-v1) and on
+Thrust's own registered gymnasium env otherwise (bandit, Snake; Snake's CNN is Thrust's, handed to SB3
+as its features extractor). A setting SB3 cannot express is named under the table, never dropped
+silently. Both sides evaluate with the same function on the same seeds: 10 deterministic episodes every
+5k steps (500 on the bandit), and the final policy on 50 fresh episodes (1000 on the bandit).
+
+Per row, over the seeds: the final-eval IQM (interquartile mean, rliable's aggregate) of each side with
+its 95% percentile-bootstrap CI (scipy.stats.bootstrap), P(Thrust >= SB3) (rliable's probability of
+improvement: the share of (Thrust seed, SB3 seed) pairs where Thrust's final eval is higher, ties
+counting one half), how many seeds end at the target, and the median steps to the first evaluation
+that reached it. A row is at parity when P >= 0.5 and Thrust's IQM is inside or above SB3's CI.
+
+Results accumulate in .bench/parity.json (an interrupted bench continues); the table goes into
+docs/validation.md and the headline rows into the README, between their `parity` markers.
+
+    python benches/parity.py                           # every row, 5 seeds, 2 runs in parallel
+    python benches/parity.py --only dqn:cartpole --seeds 10
+    python benches/parity.py --only dqn:cartpole --thrust-set double_dqn=True --label double   # an A/B variant
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import multiprocessing as mp
+import platform
+import re
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+from validation import PAIRS, ROOT, value_format
+
+#: Final-evaluation episodes (the bandit's episodes are one step long, so many more of them).
+FINAL_EPISODES = {"bandit": 1000}
+FINAL_SEED = 2_000_000
+EVAL_EVERY = {"bandit": 500}
+#: Thrust settings that change how fast it computes, not what it learns: no SB3 counterpart needed.
+SPEED_FIELDS = ("acting", "update", "cuda_graphs")
+
+
+@dataclasses.dataclass(frozen=True)
+class Job:
+    algo: str
+    env: str
+    lib: str  #: "thrust" or "sb3"
+    seed: int
+    #: A Thrust variant for A/B experiments: its label and its --set values (SB3 runs have none).
+    label: str = "preset"
+    thrust_set: tuple[str, ...] = ()
+
+    @property
+    def key(self) -> tuple:
+        return (self.algo, self.env, self.lib, self.label, self.seed)
+
+
+def thrust_config(algo: str, env: str, overrides: list[str]) -> tuple[str, dict, int]:
+    """(Thrust env id, the run's whole config, its step budget) for a preset with `overrides` (KEY=VALUE)."""
+    from thrust_app.training.run_spec import make_spec
+
+    spec = make_spec(algo, env, device="cpu", overrides=overrides)
+    return spec.env, spec.config, spec.timesteps
+
+
+def sb3_env_id(thrust_env: str) -> str:
+    """The env SB3 trains on: gymnasium's own where Thrust's is its tested twin, else Thrust's registered one."""
+    from thrust_app.envs import GYMNASIUM_TWINS
+
+    return {thrust: gym for gym, thrust in GYMNASIUM_TWINS.items()}.get(thrust_env, thrust_env)
+
+
+def sb3_settings(algo: str, config: dict, image: bool) -> tuple[dict, int, list[str]]:
+    """(SB3 constructor kwargs, n_envs, the settings SB3 cannot express) for a Thrust config."""
+    c = dict(config)
+    gaps: list[str] = []
+    schedule = lambda value, kind: linear(value) if kind == "linear" else value  # noqa: E731
+    kwargs: dict = {"learning_rate": schedule(c["learning_rate"], c["lr_schedule"]), "gamma": c["gamma"]}
+    policy_kwargs: dict = {}
+    if image:  # Thrust's small CNN as SB3's features extractor, heads straight on its features
+        policy_kwargs |= {"features_extractor_class": thrust_cnn_extractor(), "net_arch": []}
+    else:
+        policy_kwargs["net_arch"] = list(c["hidden"])
+    if algo in ("ppo", "a2c"):
+        import torch
+
+        policy_kwargs["activation_fn"] = {"tanh": torch.nn.Tanh, "relu": torch.nn.ReLU}[c["activation"]]
+        policy_kwargs["log_std_init"] = c["log_std_init"]
+        for key in ("n_steps", "gae_lambda", "ent_coef", "vf_coef", "max_grad_norm", "normalize_advantage"):
+            kwargs[key] = c[key]
+    if algo == "ppo":
+        kwargs |= {"batch_size": c["batch_size"], "n_epochs": c["n_epochs"]}
+        kwargs["clip_range"] = schedule(c["clip_range"], c["clip_schedule"])
+        kwargs["clip_range_vf"] = c["clip_range_vf"] or None
+        kwargs["target_kl"] = c["target_kl"] or None
+    if algo == "a2c":
+        kwargs["rms_prop_eps"] = c["rms_prop_eps"]
+    if algo in ("dqn", "sac"):
+        for key in ("buffer_size", "learning_starts", "batch_size", "train_freq", "gradient_steps", "tau"):
+            kwargs[key] = c[key]
+    if algo == "dqn":
+        for key in ("target_update_interval", "exploration_fraction", "exploration_initial_eps"):
+            kwargs[key] = c[key]
+        kwargs |= {"exploration_final_eps": c["exploration_final_eps"], "max_grad_norm": c["max_grad_norm"]}
+        if c["double_dqn"]:
+            gaps.append("double_dqn=True (SB3's DQN has no double-Q target)")
+        if c["loss"] != "huber":
+            gaps.append(f"loss={c['loss']} (SB3's DQN uses the Huber loss)")
+        if c.get("exploration_schedule", "per_step") != "per_step":
+            gaps.append(f"exploration_schedule={c['exploration_schedule']} (SB3 sets epsilon every env step)")
+    if algo == "sac":
+        kwargs["ent_coef"] = f"auto_{c['init_alpha']}" if c["auto_alpha"] else c["init_alpha"]
+        kwargs["target_entropy"] = c["target_entropy"] or "auto"
+    kwargs["policy_kwargs"] = policy_kwargs
+    return kwargs, c["n_envs"], gaps
+
+
+def linear(start: float):
+    """SB3's linear schedule: `start` at the beginning of training, 0 at the end."""
+    return lambda progress_remaining: progress_remaining * start
+
+
+def thrust_cnn_extractor() -> type:
+    """Thrust's CNNEncoder as an SB3 features extractor (the same layers, SB3's own init)."""
+    from stable_baselines3.common.torch_layers import BaseFeaturesExtractor
+
+    from thrust_app.nets.policies import CNNEncoder
+
+    class ThrustCNN(BaseFeaturesExtractor):
+        def __init__(self, observation_space) -> None:
+            encoder = CNNEncoder(observation_space.shape)
+            super().__init__(observation_space, encoder.out_dim)
+            self.encoder = encoder
+
+        def forward(self, obs):
+            return self.encoder(obs)
+
+    return ThrustCNN
+
+
+def run_job(job: Job) -> dict:
+    """One training run of either library; its evaluations, final evaluation and wall time."""
+    import torch
+
+    from thrust_app.training.evaluation import evaluate
+    from thrust_app.training.trainer import EVAL_SEED_OFFSET
+
+    torch.set_num_threads(1)
+    thrust_env, config, budget = thrust_config(job.algo, job.env, list(job.thrust_set))
+    eval_every = EVAL_EVERY.get(job.env, 5000)
+    evals: list[tuple[int, float]] = []
+    start = time.monotonic()
+    runner = run_thrust if job.lib == "thrust" else run_sb3
+    act, steps, gaps, env_id = runner(job, thrust_env, config, budget, eval_every, evals, EVAL_SEED_OFFSET)
+    with torch.no_grad():
+        final = evaluate(act, env_id, FINAL_EPISODES.get(job.env, 50), FINAL_SEED)
+    return dataclasses.asdict(job) | {
+        "steps": steps,
+        "wall_s": time.monotonic() - start,
+        "evals": evals,
+        "final_mean": final.mean,
+        "gaps": gaps,
+    }
+
+
+def run_thrust(job: Job, thrust_env, config, budget, eval_every, evals, _offset):
+    import torch
+    from harness import stop_if_signalled
+
+    from thrust_app.algos.base import deterministic_action
+    from thrust_app.training.trainer import load_policy, train
+
+    with tempfile.TemporaryDirectory() as tmp:
+        summary = stop_if_signalled(
+            train(
+                job.algo,
+                job.env,
+                seed=job.seed,
+                device="cpu",
+                run_dir=Path(tmp) / "run",
+                overrides=list(job.thrust_set),
+                eval_every=eval_every,
+                eval_episodes=10,
+                progress=False,
+                log=lambda _: None,
+                on_record=lambda r: evals.append((r["step"], r["eval_mean"])) if r["kind"] == "eval" else None,
+            )
+        )
+        _, policy = load_policy(Path(tmp) / "run")
+    act = lambda obs: deterministic_action(policy, torch.as_tensor(obs)).numpy()  # noqa: E731
+    return act, summary["timesteps"], [], sb3_env_id(thrust_env)
+
+
+def run_sb3(job: Job, thrust_env, config, budget, eval_every, evals, offset):
+    import stable_baselines3 as sb3
+    from stable_baselines3.common.callbacks import BaseCallback
+    from stable_baselines3.common.env_util import make_vec_env
+    from stable_baselines3.common.logger import Logger
+
+    from thrust_app.envs.gym_adapter import register_envs
+    from thrust_app.training.evaluation import evaluate
+
+    register_envs()
+    env_id = sb3_env_id(thrust_env)
+    from thrust_app.envs import env_spaces
+
+    kwargs, n_envs, gaps = sb3_settings(job.algo, config, image=len(env_spaces(thrust_env)[0].shape) == 3)
+
+    class Evaluations(BaseCallback):
+        """Thrust's evaluation every `eval_every` env steps, on the seeds Thrust's trainer uses."""
+
+        next_eval = eval_every
+
+        def _on_step(self) -> bool:
+            if self.num_timesteps >= self.next_eval:
+                act = lambda obs: self.model.predict(obs, deterministic=True)[0]  # noqa: E731
+                evals.append((self.num_timesteps, evaluate(act, env_id, 10, job.seed + offset).mean))
+                self.next_eval += eval_every
+            return True
+
+    env = make_vec_env(env_id, n_envs=n_envs, seed=job.seed)
+    model = getattr(sb3, job.algo.upper())("MlpPolicy", env, seed=job.seed, device="cpu", verbose=0, **kwargs)
+    model.set_logger(Logger(None, []))  # SB3's default logger makes a /tmp/SB3-<time> folder on every learn()
+    model.learn(total_timesteps=budget, callback=Evaluations())
+    act = lambda obs: model.predict(obs, deterministic=True)[0]  # noqa: E731
+    return act, model.num_timesteps, gaps, env_id
+
+
+# ---------------------------------------------------------------------------------------------- statistics
+
+
+def iqm(values) -> float:
+    """The interquartile mean: the mean of the middle half (scipy's trim_mean, a quarter cut each side)."""
+    from scipy.stats import trim_mean
+
+    return float(trim_mean(values, 0.25))
+
+
+def iqm_ci(values: list[float]) -> tuple[float, float]:
+    """95% percentile-bootstrap CI of the IQM over seeds."""
+    from scipy.stats import bootstrap
+
+    if len(set(values)) == 1:
+        return values[0], values[0]
+    ci = bootstrap((np.asarray(values),), iqm, vectorized=False, n_resamples=2000, method="percentile", rng=0)
+    return float(ci.confidence_interval.low), float(ci.confidence_interval.high)
+
+
+def probability_of_improvement(ours: list[float], theirs: list[float]) -> float:
+    """P(X >= Y) over every pair of runs, ties counting one half (the Mann-Whitney U statistic / (n m))."""
+    wins = sum((x > y) + 0.5 * (x == y) for x in ours for y in theirs)
+    return wins / (len(ours) * len(theirs))
+
+
+def steps_to_target(run: dict, target: float | None) -> int | None:
+    return next((step for step, mean in run["evals"] if target is not None and mean >= target), None)
+
+
+def summarize(results: list[dict], algo: str, env: str, target: float | None, label: str) -> dict | None:
+    """One table row: both sides' final-eval IQM with CIs, P(Thrust >= SB3), seeds solved, steps to target."""
+    side = {
+        lib: sorted((r for r in results if (r["algo"], r["env"], r["lib"]) == (algo, env, lib)), key=lambda r: r["seed"])
+        for lib in ("thrust", "sb3")
+    }
+    side["thrust"] = [r for r in side["thrust"] if r["label"] == label]
+    if not side["thrust"] or not side["sb3"]:
+        return None
+    row = {"algo": algo, "env": env, "label": label, "target": target}
+    for lib, runs in side.items():
+        finals = [r["final_mean"] for r in runs]
+        reached = [s for s in (steps_to_target(r, target) for r in runs) if s is not None]
+        row[lib] = {
+            "seeds": len(runs),
+            "finals": finals,
+            "iqm": iqm(finals),
+            "ci": iqm_ci(finals),
+            "solved": None if target is None else sum(f >= target for f in finals),
+            "reached": len(reached),
+            "median_steps_to_target": statistics.median(reached) if reached else None,
+            "wall_s": statistics.median(r["wall_s"] for r in runs),
+        }
+    row["p_thrust_ge_sb3"] = probability_of_improvement(row["thrust"]["finals"], row["sb3"]["finals"])
+    row["at_parity"] = row["p_thrust_ge_sb3"] >= 0.5 and row["thrust"]["iqm"] >= row["sb3"]["ci"][0]
+    row["gaps"] = sorted({gap for r in side["sb3"] for gap in r["gaps"]})
+    return row
+
+
+# ---------------------------------------------------------------------------------------------- report
+
+
+def table(rows: list[dict]) -> list[str]:
+    lines = [
+        "| algo | env | seeds | Thrust final IQM [95% CI] | SB3 final IQM [95% CI] | P(Thrust >= SB3) | ends at "
+        "target, Thrust / SB3 | steps to target, Thrust / SB3 (median) | parity |",
+        "|---|---|---:|---|---|---:|---:|---:|---|",
+    ]
+    return lines + [table_row(row) for row in rows]
+
+
+def table_row(row: dict) -> str:
+    fmt = value_format(row["env"])
+    t, s = row["thrust"], row["sb3"]
+
+    def cell(side: dict) -> str:
+        return f"{fmt(side['iqm'])} [{fmt(side['ci'][0])}, {fmt(side['ci'][1])}]"
+
+    def steps(side: dict) -> str:
+        return "—" if side["median_steps_to_target"] is None else f"{side['median_steps_to_target']:,.0f}"
+
+    ends = "—" if row["target"] is None else f"{t['solved']}/{t['seeds']} / {s['solved']}/{s['seeds']}"
+    label = "" if row["label"] == "preset" else f" ({row['label']})"
+    return (
+        f"| {row['algo']}{label} | {row['env']} | {min(t['seeds'], s['seeds'])} | {cell(t)} | {cell(s)} "
+        f"| {row['p_thrust_ge_sb3']:.2f} | {ends} | {steps(t)} / {steps(s)} | {'yes' if row['at_parity'] else '**no**'} |"
+    )
+
+
+def markdown(rows: list[dict], when: str) -> list[str]:
+    host = f"{platform.machine()}, {mp.cpu_count()} cores, Python {platform.python_version()}"
+    gaps = [f"- {row['algo']} {row['env']}: {'; '.join(row['gaps'])}" for row in rows if row["gaps"]]
+    return [
+        "## Parity with Stable-Baselines3, every preset",
+        "",
+        f"Produced by `python benches/parity.py` (`make validate`) on {when}; host: {host}; CPU, 1 torch thread "
+        "per run, two runs in parallel, the same seeds on both sides. Thrust trains with its preset, SB3 "
+        f"{sb3_version()} with the same values translated field by field (`sb3_settings` in the script), on "
+        "gymnasium's CartPole-v1 / Pendulum-v1 (Thrust's own bandit and Snake, registered with gymnasium). "
+        "Final eval: 50 fresh episodes (1000 on the bandit); IQM: interquartile mean over seeds, with a 95% "
+        "bootstrap CI; *P(Thrust >= SB3)*: share of seed pairs where Thrust's final eval is at least SB3's "
+        "(ties count one half); *ends at target*: seeds whose final eval reached the row's target (validation.py's); "
+        "*steps to target*: the first evaluation (every 5k steps, 500 on the bandit) that reached it; *parity*: "
+        "P >= 0.5 and Thrust's IQM inside or above SB3's CI. The named presets train with these rows' settings "
+        "(`fast` evaluates more often and stops at the solve) or need a GPU (`gpu`: 4,096 envs, 10M steps).",
+        "",
+        *table(rows),
+        "",
+        *(["Settings SB3 cannot express (the SB3 side runs without them):", "", *gaps, ""] if gaps else []),
+    ]
+
+
+def sb3_version() -> str:
+    import stable_baselines3
+
+    return stable_baselines3.__version__
+
+
+def replace_block(path: Path, name: str, lines: list[str]) -> None:
+    """Put `lines` between the `<!-- NAME:start -->` and `<!-- NAME:end -->` markers of `path` (appended
+    at the end when the file has none yet)."""
+    text = path.read_text() if path.exists() else ""
+    block = "\n".join([f"<!-- {name}:start -->", *lines, f"<!-- {name}:end -->"])
+    pattern = rf"<!-- {name}:start -->.*?<!-- {name}:end -->"
+    new, count = re.subn(pattern, lambda _: block, text, flags=re.S)
+    path.write_text(new if count else text.rstrip("\n") + "\n\n" + block + "\n")
+
+
+def readme_rows(rows: list[dict]) -> list[str]:
+    at = sum(row["at_parity"] for row in rows)
+    lines = [f"| Parity with SB3 (benches/parity.py) | {at} of {len(rows)} presets at parity (docs/validation.md) |"]
+    for row in rows:
+        if row["algo"] == "dqn" and row["env"] == "cartpole" and row["label"] == "preset":
+            t, s = row["thrust"], row["sb3"]
+            lines.append(
+                f"| DQN CartPole, zoo preset vs SB3 | ends solved on {t['solved']}/{t['seeds']} seeds vs "
+                f"{s['solved']}/{s['seeds']}; final IQM {t['iqm']:.1f} vs {s['iqm']:.1f}; "
+                f"P(Thrust >= SB3) {row['p_thrust_ge_sb3']:.2f} |"
+            )
+    return lines
+
+
+# ---------------------------------------------------------------------------------------------- main
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--seeds", type=int, default=5)
+    parser.add_argument("--jobs", type=int, default=2, help="runs in parallel (each uses one torch thread)")
+    parser.add_argument("--only", nargs="*", help="algo:env rows, e.g. dqn:cartpole")
+    parser.add_argument("--thrust-set", nargs="*", default=[], metavar="KEY=VALUE", help="a Thrust variant to A/B")
+    parser.add_argument("--label", default="preset", help="the variant's name in the results (with --thrust-set)")
+    parser.add_argument("--results", type=Path, default=ROOT / ".bench" / "parity.json")
+    parser.add_argument("--out", type=Path, default=ROOT / "docs" / "validation.md")
+    parser.add_argument("--readme", type=Path, default=ROOT / "README.md")
+    args = parser.parse_args()
+    if args.thrust_set and args.label == "preset":
+        parser.error("--thrust-set needs a --label naming the variant (the preset's own rows keep 'preset')")
+    pairs = [(algo, env, target) for algo, env, target, _ in PAIRS if not args.only or f"{algo}:{env}" in args.only]
+    args.results.parent.mkdir(parents=True, exist_ok=True)
+    results = json.loads(args.results.read_text()) if args.results.exists() else []
+    done = {(r["algo"], r["env"], r["lib"], r["label"], r["seed"]) for r in results}
+    variant = tuple(args.thrust_set)
+    jobs = [
+        job
+        for algo, env, _ in pairs
+        for seed in range(args.seeds)
+        for job in (Job(algo, env, "thrust", seed, args.label, variant), Job(algo, env, "sb3", seed))
+        if job.key not in done
+    ]
+    jobs.sort(key=lambda job: job.env in ("snake", "pendulum"), reverse=True)  # longest first
+    print(f"{len(jobs)} runs to do, {len(done)} already in {args.results}", flush=True)
+    start = time.monotonic()
+    with mp.get_context("spawn").Pool(args.jobs) as pool:
+        for index, result in enumerate(pool.imap_unordered(run_job, jobs), 1):
+            results.append(result)
+            args.results.write_text(json.dumps(results, indent=1))
+            print(
+                f"[{index}/{len(jobs)}, {time.monotonic() - start:.0f} s] {result['lib']} {result['algo']} "
+                f"{result['env']} {result['label']} seed {result['seed']}: final {result['final_mean']:.3f}",
+                flush=True,
+            )
+    kept = [r for r in results if r["seed"] < max(args.seeds, 5)]  # a row run with fewer seeds keeps them
+    rows = [row for algo, env, target, _ in PAIRS if (row := summarize(kept, algo, env, target, "preset"))]
+    variants = sorted({r["label"] for r in kept} - {"preset"})
+    extra = [row for algo, env, target, _ in PAIRS for v in variants if (row := summarize(kept, algo, env, target, v))]
+    print("\n".join(table(rows + extra)))
+    if rows and not args.thrust_set:
+        when = time.strftime("%Y-%m-%d")
+        replace_block(args.out, "parity", markdown(rows, when))
+        replace_block(args.readme, "parity", readme_rows(rows))
+        print(f"wrote {args.out} and the parity rows of {args.readme}")
+
+
+if __name__ == "__main__":
+    sys.exit(main())
