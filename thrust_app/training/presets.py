@@ -253,3 +253,9 @@ def get_preset(algo: str, env_id: str, name: str = DEFAULT_PRESET) -> Preset:
 def preset_names(algo: str, env_id: str) -> list[str]:
     """The presets a pair has: the default one, then its named ones."""
     return [DEFAULT_PRESET, *sorted(name for (a, e, name) in _NAMED if (a, e) == (algo, env_id))]
+
+
+def all_presets() -> list[tuple[str, str, str, Preset]]:
+    """Every preset Thrust ships: (algo, env id, preset name, preset)."""
+    named = [(algo, env_id, name, preset) for (algo, env_id, name), preset in _NAMED.items()]
+    return [(algo, env_id, DEFAULT_PRESET, preset) for (algo, env_id), preset in _PRESETS.items()] + named
