@@ -27,6 +27,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
+import math
 import multiprocessing as mp
 import platform
 import re
@@ -77,49 +78,85 @@ def sb3_env_id(thrust_env: str) -> str:
     return {thrust: gym for gym, thrust in GYMNASIUM_TWINS.items()}.get(thrust_env, thrust_env)
 
 
-def sb3_settings(algo: str, config: dict, image: bool) -> tuple[dict, int, list[str]]:
-    """(SB3 constructor kwargs, n_envs, the settings SB3 cannot express) for a Thrust config."""
-    c = dict(config)
-    gaps: list[str] = []
-    schedule = lambda value, kind: linear(value) if kind == "linear" else value  # noqa: E731
-    kwargs: dict = {"learning_rate": schedule(c["learning_rate"], c["lr_schedule"]), "gamma": c["gamma"]}
-    policy_kwargs: dict = {}
-    if image:  # Thrust's small CNN as SB3's features extractor, heads straight on its features
-        policy_kwargs |= {"features_extractor_class": thrust_cnn_extractor(), "net_arch": []}
-    else:
-        policy_kwargs["net_arch"] = list(c["hidden"])
-    if algo in ("ppo", "a2c"):
-        import torch
+#: Settings with the same name and meaning in Thrust and in SB3's constructor, per algorithm.
+_ON_POLICY = ("n_steps", "gae_lambda", "ent_coef", "vf_coef", "max_grad_norm", "normalize_advantage")
+_OFF_POLICY = ("buffer_size", "learning_starts", "batch_size", "train_freq", "gradient_steps", "tau")
+SAME_NAMES = {
+    "ppo": (*_ON_POLICY, "batch_size", "n_epochs"),
+    "a2c": (*_ON_POLICY, "rms_prop_eps"),
+    "dqn": (
+        *_OFF_POLICY,
+        "target_update_interval",
+        "exploration_fraction",
+        "exploration_initial_eps",
+        "exploration_final_eps",
+        "max_grad_norm",
+    ),
+    "sac": _OFF_POLICY,
+    "td3": (*_OFF_POLICY, "policy_delay", "target_policy_noise", "target_noise_clip"),
+    "ddpg": _OFF_POLICY,
+}
 
-        policy_kwargs["activation_fn"] = {"tanh": torch.nn.Tanh, "relu": torch.nn.ReLU}[c["activation"]]
-        policy_kwargs["log_std_init"] = c["log_std_init"]
-        for key in ("n_steps", "gae_lambda", "ent_coef", "vf_coef", "max_grad_norm", "normalize_advantage"):
-            kwargs[key] = c[key]
+
+def sb3_settings(algo: str, config: dict, image: bool, action_dim: int = 1) -> tuple[dict, int, list[str]]:
+    """(SB3 constructor kwargs, n_envs, the settings SB3 cannot express) for a Thrust config."""
+    c = config
+    kwargs = {key: c[key] for key in SAME_NAMES[algo]} | {"gamma": c["gamma"]}
+    kwargs["learning_rate"] = schedule(c["learning_rate"], c["lr_schedule"])
+    kwargs["policy_kwargs"] = policy_kwargs(algo, c, image)
     if algo == "ppo":
-        kwargs |= {"batch_size": c["batch_size"], "n_epochs": c["n_epochs"]}
         kwargs["clip_range"] = schedule(c["clip_range"], c["clip_schedule"])
-        kwargs["clip_range_vf"] = c["clip_range_vf"] or None
-        kwargs["target_kl"] = c["target_kl"] or None
-    if algo == "a2c":
-        kwargs["rms_prop_eps"] = c["rms_prop_eps"]
-    if algo in ("dqn", "sac"):
-        for key in ("buffer_size", "learning_starts", "batch_size", "train_freq", "gradient_steps", "tau"):
-            kwargs[key] = c[key]
-    if algo == "dqn":
-        for key in ("target_update_interval", "exploration_fraction", "exploration_initial_eps"):
-            kwargs[key] = c[key]
-        kwargs |= {"exploration_final_eps": c["exploration_final_eps"], "max_grad_norm": c["max_grad_norm"]}
-        if c["double_dqn"]:
-            gaps.append("double_dqn=True (SB3's DQN has no double-Q target)")
-        if c["loss"] != "huber":
-            gaps.append(f"loss={c['loss']} (SB3's DQN uses the Huber loss)")
-        if c.get("exploration_schedule", "per_step") != "per_step":
-            gaps.append(f"exploration_schedule={c['exploration_schedule']} (SB3 sets epsilon every env step)")
+        kwargs |= {"clip_range_vf": c["clip_range_vf"] or None, "target_kl": c["target_kl"] or None}
     if algo == "sac":
         kwargs["ent_coef"] = f"auto_{c['init_alpha']}" if c["auto_alpha"] else c["init_alpha"]
         kwargs["target_entropy"] = c["target_entropy"] or "auto"
-    kwargs["policy_kwargs"] = policy_kwargs
-    return kwargs, c["n_envs"], gaps
+    if algo in ("td3", "ddpg"):
+        kwargs["action_noise"] = sb3_action_noise(c["noise_type"], c["noise_std"], action_dim)
+    return kwargs, c["n_envs"], sb3_gaps(algo, c)
+
+
+def policy_kwargs(algo: str, c: dict, image: bool) -> dict:
+    """SB3's policy_kwargs for Thrust's network settings."""
+    import torch
+
+    if image:  # Thrust's small CNN as SB3's features extractor, heads straight on its features
+        kwargs: dict = {"features_extractor_class": thrust_cnn_extractor(), "net_arch": []}
+    else:
+        kwargs = {"net_arch": list(c["hidden"])}
+    if algo in ("ppo", "a2c"):
+        kwargs["activation_fn"] = {"tanh": torch.nn.Tanh, "relu": torch.nn.ReLU}[c["activation"]]
+        kwargs["log_std_init"] = c["log_std_init"]
+    if algo == "td3":
+        kwargs["n_critics"] = c["n_critics"]
+    return kwargs
+
+
+def sb3_gaps(algo: str, c: dict) -> list[str]:
+    """The Thrust settings in `c` that SB3 cannot express, one line each."""
+    gaps = []
+    if algo == "dqn" and c["double_dqn"]:
+        gaps.append("double_dqn=True (SB3's DQN has no double-Q target)")
+    if algo == "dqn" and c["loss"] != "huber":
+        gaps.append(f"loss={c['loss']} (SB3's DQN uses the Huber loss)")
+    if algo == "ddpg" and (c["policy_delay"], c["target_noise_clip"], c["n_critics"]) != (1, 0.0, 1):
+        gaps.append("policy_delay, target_noise_clip, n_critics other than DDPG's 1, 0, 1 (SB3's DDPG fixes them)")
+    return gaps
+
+
+def schedule(value: float, kind: str):
+    """A Thrust value and its schedule as SB3 takes it: the value, or a function of the progress left."""
+    return linear(value) if kind == "linear" else value
+
+
+def sb3_action_noise(kind: str, std: float, action_dim: int):
+    """SB3's action noise object for Thrust's noise_type and noise_std (None for "none")."""
+    import numpy as np
+    from stable_baselines3.common.noise import NormalActionNoise, OrnsteinUhlenbeckActionNoise
+
+    mean, sigma = np.zeros(action_dim), std * np.ones(action_dim)
+    if kind == "none":
+        return None
+    return (NormalActionNoise if kind == "normal" else OrnsteinUhlenbeckActionNoise)(mean, sigma)
 
 
 def linear(start: float):
@@ -211,7 +248,9 @@ def run_sb3(job: Job, thrust_env, config, budget, eval_every, evals, offset):
     env_id = sb3_env_id(thrust_env)
     from thrust_app.envs import env_spaces
 
-    kwargs, n_envs, gaps = sb3_settings(job.algo, config, image=len(env_spaces(thrust_env)[0].shape) == 3)
+    obs_space, action_space = env_spaces(thrust_env)
+    action_dim = math.prod(getattr(action_space, "shape", ()) or (1,))
+    kwargs, n_envs, gaps = sb3_settings(job.algo, config, len(obs_space.shape) == 3, action_dim)
 
     class Evaluations(BaseCallback):
         """Thrust's evaluation every `eval_every` env steps, on the seeds Thrust's trainer uses."""

@@ -43,6 +43,8 @@ PAIRS = [
     ("a2c", "cartpole", 475.0, "eval >= 475 within 200k steps"),
     ("dqn", "cartpole", 475.0, "eval >= 475 within 50k steps"),
     ("sac", "pendulum", -200.0, "eval >= -200 within 20k steps"),
+    ("td3", "pendulum", -200.0, "eval >= -200 within 20k steps"),
+    ("ddpg", "pendulum", -200.0, "eval >= -200 within 20k steps"),
     ("ppo", "pendulum", -300.0, "eval >= -300 within 200k steps"),
     ("a2c", "pendulum", -300.0, "(no target; reported)"),
     ("ppo", "snake", None, "clearly beats a random policy"),

@@ -168,6 +168,7 @@ def test_readme_links_nothing_outside_the_repository():
 
 #: Modules without a test file of their own, and the test file that covers them (it names the module).
 COVERED_BY = {
+    "algos/action_noise.py": "tests/algos/test_td3.py",
     "algos/base.py": "tests/training/test_trainer.py",
     "algos/off_policy.py": "tests/algos/test_dqn.py",
     "algos/on_policy.py": "tests/algos/test_ppo.py",
@@ -207,7 +208,6 @@ COVERED_BY = {
     "sweeps/trials.py": "tests/sweeps/test_optuna_engine.py",
     "training/checkpointer.py": "tests/test_faults.py",
     "training/evaluation.py": "tests/training/test_trainer.py",
-    "training/presets.py": "tests/training/test_zoo_yaml.py",
     "training/run_spec.py": "tests/test_config.py",
     "web/browser.py": "tests/web/test_player.py",
     "web/core_wheel.py": "tests/web/test_player.py",

@@ -101,7 +101,7 @@ def test_epsilon_moves_every_env_step_like_sb3(acting):
     assert apply_speed(agent, env).acting == acting
     used: list[float] = []
     after_env_step = agent.after_env_step
-    agent.after_env_step = lambda: (after_env_step(), used.append(agent.exploration_rate))
+    agent.after_env_step = lambda done: (after_env_step(done), used.append(agent.exploration_rate))
     io = EnvIO(torch.device("cpu"))
     agent.iteration(env, io, io.reset(env))
     # eps after t steps = 1 + min(1, (t / 1000) / 0.5) * (0.05 - 1)

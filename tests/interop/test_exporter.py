@@ -33,10 +33,16 @@ PAIRS = [
     ("a2c", "pendulum"),
     ("ppo", "pendulum"),
     ("sac", "pendulum"),
+    ("td3", "pendulum"),
     ("ppo", "snake"),
     ("dqn", "snake"),
 ]
-SMALL = {"ppo": {"n_steps": 32}, "dqn": {"learning_starts": 100}, "sac": {"learning_starts": 100, "hidden": "32,32"}}
+SMALL = {
+    "ppo": {"n_steps": 32},
+    "dqn": {"learning_starts": 100},
+    "sac": {"learning_starts": 100, "hidden": "32,32"},
+    "td3": {"learning_starts": 100, "hidden": "32,32"},
+}
 
 
 @pytest.fixture(scope="module")

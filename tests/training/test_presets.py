@@ -14,8 +14,8 @@ SB3_BEHAVIOUR = {"double_dqn": False, "loss": "huber"}
 
 @pytest.mark.parametrize("algo, env_id, name, preset", all_presets(), ids=[f"{a}-{e}-{n}" for a, e, n, _ in all_presets()])
 def test_a_preset_changes_nothing_sb3_lacks_without_saying_so(algo, env_id, name, preset):
-    """The cause of DQN's zoo preset forgetting CartPole where SB3 stays solved: double-Q targets, which SB3's
-    DQN does not have, were on by default under a preset that said it was the zoo's (docs/validation.md)."""
+    """DQN's zoo preset ran with double-Q targets, which SB3's DQN does not have, under a source that said it
+    was the zoo's: one of the differences behind it ending solved less often than SB3 (docs/CHANGELOG.md)."""
     config = make_spec(algo, env_id, device="cpu", preset=name).config
     unsaid = {key: config[key] for key, sb3 in SB3_BEHAVIOUR.items() if key in config and config[key] != sb3}
     unsaid = {key: value for key, value in unsaid.items() if key not in preset.source}

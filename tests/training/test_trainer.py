@@ -55,6 +55,8 @@ SMOKE = [
     ("dqn", "cartpole", {"learning_starts": 100, "train_freq": 16, "gradient_steps": 4, "hidden": "64,64"}),
     ("dqn", "snake", {"learning_starts": 100, "buffer_size": 1000}),
     ("sac", "pendulum", {"learning_starts": 100, "hidden": "32,32"}),
+    ("td3", "pendulum", {"learning_starts": 100, "hidden": "32,32"}),
+    ("ddpg", "MountainCarContinuous-v0", {"learning_starts": 50, "hidden": "16,16", "noise_type": "ornstein-uhlenbeck"}),
     ("ppo", "CartPole-v1", {}),  # gymnasium's own envs train too
     ("sac", "MountainCarContinuous-v0", {"learning_starts": 50, "hidden": "16,16"}),
     ("dqn", "Acrobot-v1", {"learning_starts": 50, "train_freq": 8}),
@@ -97,6 +99,7 @@ def comparable(records):
             {"learning_starts": 200, "train_freq": 8, "gradient_steps": 2, "hidden": "64,64", "update": "numba"},
         ),
         ("sac", "pendulum", {"learning_starts": 100, "hidden": "32,32", "update": "numba"}),
+        ("td3", "pendulum", {"learning_starts": 100, "hidden": "32,32", "noise_type": "ornstein-uhlenbeck"}),
     ],
 )
 def test_resumed_run_equals_uninterrupted_run(algo, env, overrides, tmp_path):

@@ -1,4 +1,4 @@
-"""Thrust's algorithms, one readable file each: A2C, PPO (on-policy), DQN, SAC (off-policy)."""
+"""Thrust's algorithms, one readable file each: A2C, PPO (on-policy), DQN, SAC, TD3 and DDPG (off-policy)."""
 
 from __future__ import annotations
 
@@ -13,8 +13,9 @@ from .base import ActionSpaceError, Algorithm
 from .dqn import DQN, DQNConfig
 from .ppo import PPO, PPOConfig
 from .sac import SAC, SACConfig
+from .td3 import DDPG, TD3, DDPGConfig, TD3Config
 
-ALGOS: dict[str, type[Algorithm]] = {cls.name: cls for cls in (A2C, PPO, DQN, SAC)}
+ALGOS: dict[str, type[Algorithm]] = {cls.name: cls for cls in (A2C, PPO, DQN, SAC, TD3, DDPG)}
 
 
 def get_algo(name: str) -> type[Algorithm]:
@@ -34,15 +35,19 @@ def build_algorithm(algo: str, env_id: str, config: dict[str, Any], device: torc
 __all__ = [
     "A2C",
     "ALGOS",
+    "DDPG",
     "DQN",
     "PPO",
     "SAC",
+    "TD3",
     "A2CConfig",
     "ActionSpaceError",
     "Algorithm",
+    "DDPGConfig",
     "DQNConfig",
     "PPOConfig",
     "SACConfig",
+    "TD3Config",
     "build_algorithm",
     "get_algo",
 ]

@@ -77,9 +77,10 @@ class Algorithm(ABC):
         if not isinstance(action_space, cls.supports):
             kind = "Discrete" if isinstance(action_space, Discrete) else "Box (continuous)"
             needs = " or ".join("Discrete" if s is Discrete else "Box" for s in cls.supports)
+            fitting = "sac, td3, ddpg, ppo or a2c" if kind.startswith("Box") else "dqn, ppo or a2c"
             raise ActionSpaceError(
                 f"{cls.name} needs a {needs} action space, but {env_id} has a {kind} one; "
-                f"pick an algorithm that fits ({'sac, ppo or a2c' if kind.startswith('Box') else 'dqn, ppo or a2c'})"
+                f"pick an algorithm that fits ({fitting})"
             )
 
     def apply_schedules(self, progress_remaining: float) -> None:

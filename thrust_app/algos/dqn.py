@@ -35,8 +35,8 @@ class DQNConfig(OffPolicyConfig):
     exploration_final_eps: float = param(0.05, "epsilon after the decay", ge=0, le=1)
     double_dqn: bool = param(
         False,
-        "double DQN: pick the next action with the online net, value it with the target net. Off, as in SB3: "
-        "on, it made the zoo's CartPole preset forget (docs/validation.md)",
+        "double DQN: pick the next action with the online net, value it with the target net. Off, as in SB3's "
+        "DQN, which the zoo's presets are tuned for",
     )
     max_grad_norm: float = param(10.0, "gradient norm clip", gt=0)
     loss: Literal["huber", "mse"] = param(
@@ -131,7 +131,7 @@ class DQN(OffPolicyAlgorithm):
     def extra_stats(self) -> dict[str, float]:
         return {"epsilon": self.exploration_rate}
 
-    def after_env_step(self) -> None:
+    def after_env_step(self, done) -> None:
         """After every vec-env step, as SB3 does: epsilon for the next step, and the target copied once
         target_update_interval env steps have passed since the last copy."""
         if self.total_timesteps:

@@ -102,7 +102,7 @@ class OffPolicyAlgorithm(Algorithm):
                 lengths += step.episode_length[done].tolist()
             obs = step.obs
             self.num_timesteps += env.num_envs
-            self.after_env_step()
+            self.after_env_step(done)
         return returns, lengths, obs
 
     def learn(self, env, obs: torch.Tensor, returns: list[float], lengths: list[int]) -> Iteration:
@@ -117,8 +117,9 @@ class OffPolicyAlgorithm(Algorithm):
             stats = {key: float(total) / config.gradient_steps for key, total in totals.items()} | self.extra_stats()
         return Iteration(obs, config.train_freq * env.num_envs, returns, lengths, stats)
 
-    def after_env_step(self) -> None:
-        """Hook run after every vec-env step (DQN updates its target net here)."""
+    def after_env_step(self, done) -> None:
+        """Hook run after every vec-env step, with which envs finished an episode (a bool tensor or array):
+        DQN moves epsilon and copies its target net here, TD3 restarts a finished env's noise process."""
         return None
 
     def extra_stats(self) -> dict[str, float]:

@@ -86,6 +86,10 @@ class BoundsMixin:
         self.register_buffer("low", torch.tensor(space.low, dtype=torch.float32).reshape(space.shape))
         self.register_buffer("high", torch.tensor(space.high, dtype=torch.float32).reshape(space.shape))
 
+    def scale(self, unit: torch.Tensor) -> torch.Tensor:
+        """An action in [-1, 1] rescaled to the bounds: low + (unit + 1) / 2 * (high - low)."""
+        return self.low + (unit + 1.0) * 0.5 * (self.high - self.low)
+
 
 class TwinTowers(nn.Module):
     """Two MLPs of the same shape on the same input (policy and value), computed as one.
@@ -319,9 +323,6 @@ class SquashedGaussianActor(BoundsMixin, FlatParameters):
         self.log_std = nn.Linear(self.encoder.out_dim, n_out)
         self.flatten_parameters()
 
-    def _scale(self, squashed: torch.Tensor) -> torch.Tensor:
-        return self.low + (squashed + 1.0) * 0.5 * (self.high - self.low)
-
     def sample(self, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """A reparameterised action in the env's bounds and its log-probability (tanh-corrected)."""
         features = self.encoder(obs)
@@ -332,28 +333,54 @@ class SquashedGaussianActor(BoundsMixin, FlatParameters):
         log_prob = Normal(mu, log_std.exp(), validate_args=False).log_prob(u)
         # tanh's change of variables, in the numerically stable form log(1 - tanh(u)^2)
         log_prob = log_prob - 2.0 * (math.log(2.0) - u - nn.functional.softplus(-2.0 * u))
-        return self._scale(squashed), log_prob.sum(-1)
+        return self.scale(squashed), log_prob.sum(-1)
 
     def act(self, obs: torch.Tensor) -> torch.Tensor:
-        return self._scale(torch.tanh(self.mu(self.encoder(obs))))
+        return self.scale(torch.tanh(self.mu(self.encoder(obs))))
 
 
-class TwinQ(FlatParameters):
-    """SAC's two Q(s, a) critics, evaluated together."""
+class QCritics(FlatParameters):
+    """n Q(s, a) critics on the same input, evaluated together (TD3's two, DDPG's one)."""
 
-    def __init__(self, obs_shape: Sequence[int], action_space: Box, hidden: Sequence[int] = (256, 256)) -> None:
+    def __init__(
+        self, obs_shape: Sequence[int], action_space: Box, hidden: Sequence[int] = (256, 256), n_critics: int = 2
+    ) -> None:
         super().__init__()
         n_act = math.prod(action_space.shape)
         self.encoders = nn.ModuleList(
-            make_encoder(obs_shape, (), "relu") if is_image(obs_shape) else nn.Flatten() for _ in range(2)
+            make_encoder(obs_shape, (), "relu") if is_image(obs_shape) else nn.Flatten() for _ in range(n_critics)
         )
         in_dim = (self.encoders[0].out_dim if is_image(obs_shape) else math.prod(obs_shape)) + n_act
-        self.qs = nn.ModuleList(mlp([in_dim, *hidden, 1], "relu", last_activation=False) for _ in range(2))
+        self.qs = nn.ModuleList(mlp([in_dim, *hidden, 1], "relu", last_activation=False) for _ in range(n_critics))
         self.flatten_parameters()
 
-    def forward(self, obs: torch.Tensor, action: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        q1, q2 = (
+    def forward(self, obs: torch.Tensor, action: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        return tuple(
             q_net(torch.cat([encoder(obs), action], -1)).squeeze(-1)
             for encoder, q_net in zip(self.encoders, self.qs, strict=True)
         )
-        return q1, q2
+
+
+class TwinQ(QCritics):
+    """SAC's two critics (the written-out and compiled SAC updates know this layout)."""
+
+    def __init__(self, obs_shape: Sequence[int], action_space: Box, hidden: Sequence[int] = (256, 256)) -> None:
+        super().__init__(obs_shape, action_space, hidden, n_critics=2)
+
+
+class DeterministicActor(BoundsMixin, FlatParameters):
+    """TD3's and DDPG's policy: mu(s) = tanh(MLP(s)) in [-1, 1], rescaled to the env's bounds."""
+
+    def __init__(self, obs_shape: Sequence[int], action_space: Box, hidden: Sequence[int] = (400, 300)) -> None:
+        super().__init__()
+        self._set_bounds(action_space)
+        self.encoder = make_encoder(obs_shape, hidden, "relu")
+        self.mu = nn.Linear(self.encoder.out_dim, math.prod(action_space.shape))
+        self.flatten_parameters()
+
+    def unit_action(self, obs: torch.Tensor) -> torch.Tensor:
+        """The action in [-1, 1] (where exploration and smoothing noise are added)."""
+        return torch.tanh(self.mu(self.encoder(obs)))
+
+    def act(self, obs: torch.Tensor) -> torch.Tensor:
+        return self.scale(self.unit_action(obs))

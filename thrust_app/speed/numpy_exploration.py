@@ -84,5 +84,5 @@ class NumpyExploration:
                 lengths += step.episode_length[done].tolist()
             obs_array = step.obs
             algo.num_timesteps += n
-            algo.after_env_step()
+            algo.after_env_step(done)
         return returns, lengths, torch.from_numpy(obs_array)

@@ -56,7 +56,7 @@ def actor_forward(actor: SquashedGaussianActor, obs: torch.Tensor) -> ActorPass:
     # log N(u; mu, std) = -eps^2 / 2 - log std - log(2 pi) / 2, minus log(1 - tanh(u)^2) = 2 (log 2 - u - softplus(-2u))
     log_prob = -0.5 * noise.square() - log_std - 0.5 * math.log(2 * math.pi)
     log_prob = log_prob - 2.0 * (math.log(2.0) - u - nn.functional.softplus(-2.0 * u))
-    return ActorPass(outputs, raw_log_std, std, noise, squashed, actor._scale(squashed), log_prob.sum(-1))
+    return ActorPass(outputs, raw_log_std, std, noise, squashed, actor.scale(squashed), log_prob.sum(-1))
 
 
 @torch.no_grad()

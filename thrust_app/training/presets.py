@@ -132,6 +132,34 @@ _add(
     ),
 )
 _add("sac", _PENDULUM_IDS, Preset(20_000, {"learning_rate": 1e-3}, ZOO.format(algo="sac", env="Pendulum-v1")))
+# TD3 and DDPG share the zoo's entries for these envs, value for value.
+_ZOO_PENDULUM_TD3 = {
+    "gamma": 0.98,
+    "buffer_size": 200_000,
+    "learning_starts": 10_000,
+    "noise_type": "normal",
+    "noise_std": 0.1,
+    "gradient_steps": 1,
+    "train_freq": 1,
+    "learning_rate": 1e-3,
+    "hidden": (400, 300),
+}
+_ZOO_MOUNTAIN_CAR_TD3 = {
+    "noise_type": "ornstein-uhlenbeck",
+    "noise_std": 0.5,
+    "gradient_steps": 1,
+    "train_freq": 1,
+    "learning_rate": 1e-3,
+    "batch_size": 256,
+    "hidden": (400, 300),
+}
+for _algo in ("td3", "ddpg"):
+    _add(_algo, _PENDULUM_IDS, Preset(20_000, _ZOO_PENDULUM_TD3, ZOO.format(algo=_algo, env="Pendulum-v1")))
+    _add(
+        _algo,
+        ("MountainCarContinuous-v0",),
+        Preset(300_000, _ZOO_MOUNTAIN_CAR_TD3, ZOO.format(algo=_algo, env="MountainCarContinuous-v0")),
+    )
 _add(
     "ppo",
     _PENDULUM_IDS,
