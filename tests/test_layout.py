@@ -169,6 +169,7 @@ def test_readme_links_nothing_outside_the_repository():
 #: Modules without a test file of their own, and the test file that covers them (it names the module).
 COVERED_BY = {
     "algos/action_noise.py": "tests/algos/test_td3.py",
+    "nets/obs_normalizer.py": "tests/training/test_normalization.py",
     "algos/base.py": "tests/training/test_trainer.py",
     "algos/off_policy.py": "tests/algos/test_dqn.py",
     "algos/on_policy.py": "tests/algos/test_ppo.py",

@@ -82,6 +82,17 @@ class AlgoConfig:
         "iteration's noise drawn at once; vector observations, numpy env, CPU) or torch (the reference); both act alike",
     )
 
+    normalize: bool = param(
+        False,
+        "running mean/std normalisation of observations and rewards while training, SB3's VecNormalize (the zoo's "
+        "`normalize: true`); frozen for evaluation and folded into the exported policy",
+    )
+    norm_obs: bool = param(True, "with normalize: normalise observations")
+    norm_reward: bool = param(True, "with normalize: scale rewards by the std of the discounted return")
+    clip_obs: float = param(10.0, "with normalize: bound of the normalised observations", gt=0)
+    clip_reward: float = param(10.0, "with normalize: bound of the scaled rewards", gt=0)
+    norm_epsilon: float = param(1e-8, "with normalize: added to the variances before the square root", gt=0)
+
     def validate(self) -> None:
         """Raise ConfigError on values no run could use: each field against the range it declares;
         subclasses add checks that relate several fields."""

@@ -87,6 +87,7 @@ def comparable(records):
     "algo, env, overrides",
     [
         ("ppo", "cartpole", {"n_steps": 16}),
+        ("ppo", "pendulum", {"n_steps": 16, "normalize": True}),
         (
             "dqn",
             "cartpole",
@@ -154,7 +155,7 @@ def test_stop_at_return_stops_once_an_evaluation_reaches_it(tmp_path):
 
 
 def test_algorithm_and_env_mismatches_are_refused():
-    with pytest.raises(ActionSpaceError, match=r"dqn needs a Discrete action space.*sac, ppo or a2c"):
+    with pytest.raises(ActionSpaceError, match=r"dqn needs a Discrete action space.*sac, td3, ddpg, ppo or a2c"):
         train("dqn", "pendulum", **QUIET)
     with pytest.raises(ActionSpaceError, match="sac needs a Box action space"):
         train("sac", "cartpole", **QUIET)

@@ -70,12 +70,29 @@ def test_a_run_exported_as_zoo_yaml_loads_back_to_the_same_settings():
 
 
 @pytest.mark.parametrize(
+    "normalize, want",
+    [
+        ("true", {"normalize": True}),
+        ("\"{'norm_obs': True, 'norm_reward': False}\"", {"normalize": True, "norm_obs": True, "norm_reward": False}),
+    ],
+)
+def test_the_zoos_normalize_reads_as_thrusts_normalisation_and_back(normalize, want):
+    """The zoo writes `normalize: true` or a dict of VecNormalize's arguments (its MuJoCo PPO entries)."""
+    _, _, overrides = from_zoo_yaml(f"HalfCheetah-v5:\n  normalize: {normalize}\n", fields(PPOConfig))
+    assert overrides == want
+    spec = make_spec("ppo", "cartpole", 1000, overrides=overrides)
+    _, _, again = from_zoo_yaml(to_zoo_yaml(dataclasses.asdict(spec)), fields(PPOConfig))
+    assert make_spec("ppo", "cartpole", 1000, overrides=again).config == spec.config
+
+
+@pytest.mark.parametrize(
     "text, message",
     [
         ("CartPole-v1:\n  use_sde: true\n", "no setting for the zoo keys use_sde"),
         ("CartPole-v1:\n  policy_kwargs: 'dict(ortho_init=False)'\n", "Thrust reads net_arch"),
         ("- just\n- a list\n", "expected a zoo hyperparameter file"),
         ("CartPole-v1: [unclosed\n", "not a YAML file"),
+        ("CartPole-v1:\n  normalize: \"{'gamma': 0.9}\"\n", "Thrust reads true/false or a dict of norm_obs"),
     ],
 )
 def test_what_thrust_cannot_read_is_named(text, message):

@@ -9,7 +9,7 @@ from typing import Literal
 
 import torch
 
-from ..config import CUDA_GRAPHS_HELP, OFF_POLICY_UPDATE_HELP, AlgoConfig, check_memory, param
+from ..config import CUDA_GRAPHS_HELP, OFF_POLICY_UPDATE_HELP, AlgoConfig, ConfigError, check_memory, param
 from ..envs.core import Box
 from ..nets.flat_params import FlatParameters
 from .base import Algorithm, Iteration
@@ -28,6 +28,15 @@ class OffPolicyConfig(AlgoConfig):
     tau: float = param(0.005, "target network update weight (1.0 = hard copy)", gt=0, le=1)
     cuda_graphs: bool = param(False, CUDA_GRAPHS_HELP)
     update: Literal["handwritten", "numba", "reference"] = param("handwritten", OFF_POLICY_UPDATE_HELP)
+
+    def validate(self) -> None:
+        super().validate()
+        if self.normalize:
+            raise ConfigError(
+                "normalize=True: Thrust normalises observations and rewards for PPO and A2C only; the off-policy "
+                "algorithms keep raw ones in their replay buffer (SB3 normalises them when sampling, which Thrust "
+                "does not yet): drop normalize"
+            )
 
     def check_fits(self, timesteps: int, obs_size: int) -> None:
         """The replay buffer and the envs must fit the machine's memory."""

@@ -61,6 +61,10 @@ class VecEnv(ABC):
     def set_state(self, state: dict[str, Any]) -> None:
         raise NotImplementedError(f"{type(self).__name__} cannot restore a saved state")
 
+    def restores_episodes(self, state: dict[str, Any] | None) -> bool:
+        """Whether `set_state(state)` puts the episodes back where they were (else a resumed run resets)."""
+        return state is not None
+
 
 def from_gym_space(space: Any, what: str, env_id: str) -> Box | Discrete:
     """Thrust's description of a gymnasium Box or Discrete space; any other kind is a clear error."""

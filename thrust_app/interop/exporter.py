@@ -26,6 +26,7 @@ from ..algos.base import deterministic_action
 from ..envs import env_spaces
 from ..envs.batched import make_batched
 from ..envs.core import Discrete
+from ..nets.obs_normalizer import NormalizedPolicy, ObsNormalizer
 from ..nets.policies import ActorCritic
 from ..runs.files import CONFIG_FILE, SUMMARY_FILE, RunDirError, read_json
 from ..runs.staging import install, staged_folder
@@ -76,6 +77,8 @@ class PolicyGraph(nn.Module):
 def exported_module(policy: nn.Module) -> nn.Module:
     """The module the ONNX file holds: an actor-critic over vector observations as its policy tower alone
     (a plain MLP, no value tower); every other policy as it is. Parity is checked against `policy` itself."""
+    if isinstance(policy, NormalizedPolicy):  # the normalisation stays in front, in the graph
+        return NormalizedPolicy(exported_module(policy.policy), policy.normalizer)
     if isinstance(policy, ActorCritic) and not policy.uses_cnn:
         return policy.policy_mlp()
     return policy
@@ -332,7 +335,12 @@ def torch_policy_from_bundle(bundle: Bundle, device: str = "cpu") -> PolicyGraph
     if "config" not in manifest:
         raise BundleError(f"{bundle.path} has no config in its manifest (exported by an older Thrust); re-export it")
     agent = build_algorithm(manifest["algo"], manifest["env_id"], manifest["config"], torch.device(device))
-    graph = PolicyGraph(exported_module(agent.policy), isinstance(agent.action_space, Discrete)).eval()
+    policy = agent.policy
+    if agent.config.normalize and agent.config.norm_obs:  # the statistics come with the weights below
+        shape = agent.obs_shape
+        normalizer = ObsNormalizer(np.zeros(shape), np.ones(shape), agent.config.norm_epsilon, agent.config.clip_obs)
+        policy = NormalizedPolicy(policy, normalizer.to(device))
+    graph = PolicyGraph(exported_module(policy), isinstance(agent.action_space, Discrete)).eval()
     policy = graph.policy
     wanted = policy.state_dict()
     weights = {}

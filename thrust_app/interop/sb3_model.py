@@ -30,6 +30,7 @@ import torch
 from torch import nn
 
 from ..envs.core import Box, Discrete
+from ..nets.obs_normalizer import ObsNormalizer
 from .manifest import BundleError
 from .safe_pickle import UnsafePickleError, safe_load
 
@@ -245,19 +246,6 @@ def _mlp(weights: dict[str, torch.Tensor], prefix: str, activation: type[nn.Modu
         if position < len(indices) - 1 or last_activation:
             layers.append(activation())
     return nn.Sequential(*layers)
-
-
-class ObsNormalizer(nn.Module):
-    """VecNormalize's observation step: clip((obs - mean) / sqrt(var + eps), -clip, clip)."""
-
-    def __init__(self, mean: np.ndarray, var: np.ndarray, epsilon: float, clip: float) -> None:
-        super().__init__()
-        self.register_buffer("mean", torch.as_tensor(np.asarray(mean, dtype=np.float32)))
-        self.register_buffer("std", torch.as_tensor(np.sqrt(np.asarray(var, dtype=np.float64) + epsilon).astype(np.float32)))
-        self.clip = float(clip)
-
-    def forward(self, obs: torch.Tensor) -> torch.Tensor:
-        return torch.clamp((obs - self.mean) / self.std, -self.clip, self.clip)
 
 
 class ImportedPolicy(nn.Module):

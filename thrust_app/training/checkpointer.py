@@ -69,6 +69,7 @@ class Checkpointer:
         self.algo.load_state_dict(state["algo"])
         if state["env_state"] is not None:
             self.env.set_state(state["env_state"])
+        if self.env.restores_episodes(state["env_state"]):
             obs = state["obs"].to(device)
         else:  # gymnasium envs: start fresh episodes, seeded by the step reached
             obs = self.env_io.reset(self.env, spec.seed + self.algo.num_timesteps)

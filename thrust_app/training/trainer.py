@@ -47,6 +47,7 @@ from ..speed.switches import apply_speed
 from .checkpointer import Checkpointer
 from .device import resolve_device
 from .evaluation import evaluate
+from .normalization import evaluated_policy, normalized, on_raw_observations
 from .run_logger import RecordListener, RunLogger
 from .run_spec import RunSpec, load_spec, make_spec, solve_threshold, with_overrides
 
@@ -122,6 +123,8 @@ class Trainer:
             device=env_device(spec.env_backend, device),
             check_actions=False,
         )
+        if self.algo.config.normalize:
+            self.env = normalized(self.env, self.algo.config)
         apply_speed(self.algo, self.env)  # the run's speed switches (speed/switches.py)
         self.env_io = EnvIO(device)
         self.obs = self.env_io.reset(self.env)
@@ -195,7 +198,7 @@ class Trainer:
         """Evaluate the deterministic policy and record it; True when the mean return reaches stop_at_return
         (or, without one, the env's solve threshold)."""
         with self.logger.clock.timing(training=False):
-            act = self.act if self.device.type == "cpu" else host_act(self.algo.policy)
+            act = self.act if self.device.type == "cpu" else host_act(evaluated_policy(self.algo, self.env))
             result = evaluate(act, self.spec.env, self.spec.eval_episodes, self.spec.seed + EVAL_SEED_OFFSET)
         self.logger.write_eval(result, self.step)
         return self.logger.threshold is not None and result.mean >= self.logger.threshold
@@ -221,7 +224,8 @@ class Trainer:
     # -- what a caller may ask for ----------------------------------------------------------------
     def act(self, obs: np.ndarray) -> np.ndarray:
         with torch.no_grad():
-            return deterministic_action(self.algo.policy, torch.as_tensor(obs, device=self.device)).cpu().numpy()
+            obs_tensor = torch.as_tensor(obs, device=self.device)
+            return deterministic_action(evaluated_policy(self.algo, self.env), obs_tensor).cpu().numpy()
 
     def checkpoint(self, path: Path | None = None) -> Path:
         """Save everything needed to continue from here (to the run's last.pt unless told another path)."""
@@ -441,7 +445,7 @@ def load_policy(run_dir: str | Path, device: str = "cpu") -> tuple[RunSpec, torc
     algo = build_algorithm(spec.algo, spec.env, spec.config, torch_device, spec.seed)
     algo.load_state_dict(state["algo"])
     algo.policy.eval()
-    return spec, algo.policy
+    return spec, on_raw_observations(algo.policy, algo.config, state["env_state"]).eval()
 
 
 __all__ = ["Every", "ResumeFrom", "RunSpec", "Trainer", "load_policy", "load_spec", "make_spec", "resume", "train"]

@@ -9,6 +9,7 @@ written as comments on export; zoo keys Thrust does not have are named on import
 
 from __future__ import annotations
 
+import ast
 import re
 from typing import Any
 
@@ -19,8 +20,12 @@ from ..config import ConfigError
 #: Thrust config fields the zoo spells differently or not at all.
 SCHEDULED = {"learning_rate": "lr_schedule", "clip_range": "clip_schedule"}
 NETWORK = ("hidden", "activation")
-ZOO_ONLY_IGNORED = ("policy", "normalize", "n_timesteps", "env_wrapper", "frame_stack")
+ZOO_ONLY_IGNORED = ("policy", "n_timesteps", "env_wrapper", "frame_stack")
+#: VecNormalize's keyword arguments that the zoo's `normalize` may hold as a dict, and Thrust's fields for them.
+NORMALIZE_KEYS = {"norm_obs": "norm_obs", "norm_reward": "norm_reward", "clip_obs": "clip_obs", "clip_reward": "clip_reward"}
 #: Thrust's envs whose dynamics are gymnasium's (tests step both side by side): the zoo knows the gymnasium id.
+#: VecNormalize's defaults, which the zoo's `normalize: true` means.
+NORMALIZE_DEFAULTS = {"norm_obs": True, "norm_reward": True, "clip_obs": 10.0, "clip_reward": 10.0}
 GYMNASIUM_TWINS = {"thrust/CartPole-v0": "CartPole-v1", "thrust/Pendulum-v0": "Pendulum-v1"}
 
 
@@ -41,6 +46,11 @@ def to_zoo_yaml(run_config: dict[str, Any]) -> str:
     if kwargs:
         entry["policy_kwargs"] = f"dict({', '.join(kwargs)})"
     thrust_only = {key: config.pop(key) for key in ("update", "loss", "double_dqn") if key in config}
+    normalize = {key: config.pop(field) for key, field in NORMALIZE_KEYS.items() if field in config}
+    config.pop("norm_epsilon", None)
+    if config.get("normalize"):  # the zoo's form: true, or a dict of VecNormalize's arguments
+        changed = {key: value for key, value in normalize.items() if value != NORMALIZE_DEFAULTS[key]}
+        config["normalize"] = str(changed) if changed else True
     entry.update(config)
     env_id = GYMNASIUM_TWINS.get(run_config["env"], run_config["env"])
     text = yaml.safe_dump({env_id: entry}, sort_keys=False, default_flow_style=False)
@@ -69,6 +79,8 @@ def from_zoo_yaml(text: str, fields: set[str]) -> tuple[str, int | None, dict[st
             overrides[key], overrides[SCHEDULED[key]] = float(value[4:]), "linear"
         elif key == "policy_kwargs":
             overrides.update(_network(str(value)))
+        elif key == "normalize":
+            overrides.update(_normalize(value))
         elif key in fields:
             overrides[key] = value
         elif key not in ZOO_ONLY_IGNORED:
@@ -77,6 +89,20 @@ def from_zoo_yaml(text: str, fields: set[str]) -> tuple[str, int | None, dict[st
         raise ConfigError(f"Thrust has no setting for the zoo keys {', '.join(unknown)}; remove them to load the rest")
     timesteps = entry.get("n_timesteps")
     return str(env_id), int(float(timesteps)) if timesteps is not None else None, overrides
+
+
+def _normalize(value: Any) -> dict[str, Any]:
+    """Thrust's normalisation fields from the zoo's `normalize`: a bool, or a dict (as a string) of
+    VecNormalize's arguments such as "{'norm_obs': True, 'norm_reward': False}"."""
+    if isinstance(value, bool):
+        return {"normalize": value}
+    try:
+        arguments = ast.literal_eval(str(value))
+    except (ValueError, SyntaxError):
+        arguments = None
+    if not isinstance(arguments, dict) or not set(arguments) <= set(NORMALIZE_KEYS):
+        raise ConfigError(f"normalize {value!r}: Thrust reads true/false or a dict of {', '.join(NORMALIZE_KEYS)}")
+    return {"normalize": True} | {NORMALIZE_KEYS[key]: arguments[key] for key in arguments}
 
 
 def _network(policy_kwargs: str) -> dict[str, Any]:

@@ -1,0 +1,79 @@
+"""Observation and reward normalisation while training: SB3's VecNormalize step for step, frozen and
+folded into the exported policy, kept across a resume, refused where Thrust does not support it."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+from stable_baselines3.common.vec_env import DummyVecEnv, VecNormalize
+
+from thrust_app.config import ConfigError
+from thrust_app.envs import make_env
+from thrust_app.envs.batched import make_batched
+from thrust_app.interop.bundle import OnnxPolicy
+from thrust_app.interop.exporter import export_run
+from thrust_app.nets.obs_normalizer import NormalizedPolicy
+from thrust_app.training.normalization import NormalizedVecEnv, RunningMeanStd
+from thrust_app.training.trainer import load_policy, train
+
+QUIET = {"progress": False, "log": lambda _: None}
+
+
+def test_running_statistics_equal_numpys_over_all_batches():
+    rng = np.random.default_rng(0)
+    batches = [rng.normal(3.0, 2.0, size=(n, 4)) for n in (1, 7, 32, 5)]
+    rms = RunningMeanStd((4,), epsilon=0.0 + 1e-12)
+    for batch in batches:
+        rms.update(batch)
+    everything = np.concatenate(batches)
+    np.testing.assert_allclose(rms.mean, everything.mean(0), rtol=1e-9)
+    np.testing.assert_allclose(rms.var, everything.var(0), rtol=1e-9)
+
+
+@pytest.mark.parametrize("env_id", ["CartPole-v1", "Pendulum-v1"])
+def test_normalized_steps_equal_sb3s_vec_normalize(env_id):
+    """The same envs, seeds and actions through SB3's VecNormalize and Thrust's wrapper: the same
+    observations (terminal ones too) and rewards, 300 steps with episode ends."""
+    settings = {"norm_obs": True, "norm_reward": True, "clip_obs": 5.0, "clip_reward": 3.0, "gamma": 0.95}
+    theirs = DummyVecEnv([lambda: make_env(env_id) for _ in range(2)])
+    theirs.seed(7)
+    theirs = VecNormalize(theirs, epsilon=1e-8, **settings)
+    ours = NormalizedVecEnv(make_batched(env_id, 2, seed=7), epsilon=1e-8, **settings)
+    np.testing.assert_allclose(ours.reset(), theirs.reset(), rtol=1e-5, atol=1e-5)
+    rng, ends = np.random.default_rng(1), 0
+    for _ in range(300):
+        actions = rng.integers(0, 2, 2) if env_id == "CartPole-v1" else rng.uniform(-2, 2, (2, 1)).astype(np.float32)
+        obs, reward, done, infos = theirs.step(actions)
+        step = ours.step(actions)
+        np.testing.assert_allclose(step.obs, obs, rtol=1e-5, atol=1e-5)
+        np.testing.assert_allclose(step.reward, reward, rtol=1e-5, atol=1e-5)
+        for index in np.flatnonzero(done):
+            ends += 1
+            np.testing.assert_allclose(step.final_obs[index], infos[index]["terminal_observation"], rtol=1e-5, atol=1e-5)
+    assert ends > 0
+
+
+@pytest.fixture(scope="module")
+def normalized_run(tmp_path_factory):
+    run_dir = tmp_path_factory.mktemp("runs") / "ppo-pendulum"
+    overrides = {"normalize": True, "n_envs": 4, "n_steps": 64, "batch_size": 64}
+    train("ppo", "pendulum", timesteps=2048, seed=0, device="cpu", run_dir=run_dir, overrides=overrides, **QUIET)
+    return run_dir
+
+
+def test_the_policy_of_a_normalized_run_acts_on_raw_observations(normalized_run, tmp_path):
+    _, policy = load_policy(normalized_run)
+    assert isinstance(policy, NormalizedPolicy) and not torch.equal(policy.normalizer.mean, torch.zeros(3))
+    raw = np.array([[1.0, 0.0, 6.0], [-0.5, 0.8, -7.0]], dtype=np.float32)
+    with torch.no_grad():
+        want = policy.act(torch.as_tensor(raw)).numpy()
+        unnormalized = policy.policy.act(torch.as_tensor(raw)).numpy()
+    assert not np.allclose(want, unnormalized)  # the statistics matter for these observations
+    bundle = export_run(normalized_run, tmp_path / "bundle")  # the export checks its own parity too
+    np.testing.assert_allclose(OnnxPolicy(bundle).act(raw), want, atol=1e-5)
+
+
+def test_off_policy_algorithms_refuse_normalize_in_one_line(tmp_path):
+    with pytest.raises(ConfigError, match=r"normalize=True: .*PPO and A2C only"):
+        train("sac", "pendulum", timesteps=500, run_dir=tmp_path, overrides={"normalize": True}, **QUIET)

@@ -1,0 +1,42 @@
+"""Observation normalisation as a module: the one formula for training (envs/normalize.py), the policy a
+run evaluates and exports, and SB3 `VecNormalize` files brought in by `thrust import`."""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+from torch import nn
+
+
+class ObsNormalizer(nn.Module):
+    """VecNormalize's observation step: clip((obs - mean) / sqrt(var + eps), -clip, clip)."""
+
+    def __init__(self, mean: np.ndarray, var: np.ndarray, epsilon: float, clip: float) -> None:
+        super().__init__()
+        self.epsilon, self.clip = float(epsilon), float(clip)
+        self.register_buffer("mean", torch.zeros(np.shape(mean), dtype=torch.float32))
+        self.register_buffer("std", torch.ones(np.shape(mean), dtype=torch.float32))
+        self.set_statistics(mean, var)
+
+    def set_statistics(self, mean: np.ndarray, var: np.ndarray) -> None:
+        """Take new running statistics (in place: a module holding this one sees them)."""
+        with torch.no_grad():
+            self.mean.copy_(torch.as_tensor(np.asarray(mean, dtype=np.float32)))
+            self.std.copy_(torch.as_tensor(np.sqrt(np.asarray(var, dtype=np.float64) + self.epsilon).astype(np.float32)))
+
+    def forward(self, obs: torch.Tensor) -> torch.Tensor:
+        return torch.clamp((obs - self.mean) / self.std, -self.clip, self.clip)
+
+
+class NormalizedPolicy(nn.Module):
+    """A policy trained on normalised observations, acting on raw ones: act(obs) = policy.act(normalizer(obs))."""
+
+    def __init__(self, policy: nn.Module, normalizer: ObsNormalizer) -> None:
+        super().__init__()
+        self.policy, self.normalizer = policy, normalizer
+
+    def act(self, obs: torch.Tensor):
+        return self.policy.act(self.normalizer(obs))
+
+    def forward(self, obs: torch.Tensor):
+        return self.act(obs)
