@@ -60,6 +60,8 @@ SMOKE = [
     ("ppo", "CartPole-v1", {}),  # gymnasium's own envs train too
     ("sac", "MountainCarContinuous-v0", {"learning_starts": 50, "hidden": "16,16"}),
     ("dqn", "Acrobot-v1", {"learning_starts": 50, "train_freq": 8}),
+    ("ppo", "HalfCheetah-v5", {"n_steps": 64, "batch_size": 32}),  # MuJoCo, the zoo's preset: normalised
+    ("td3", "Hopper-v5", {"learning_starts": 100, "hidden": "32,32"}),
 ]
 
 
