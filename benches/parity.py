@@ -20,6 +20,7 @@ docs/validation.md and the headline rows into the README, between their `parity`
     python benches/parity.py                           # every row, 5 seeds, 2 runs in parallel
     python benches/parity.py --only dqn:cartpole --seeds 10
     python benches/parity.py --only dqn:cartpole --thrust-set double_dqn=True --label double   # an A/B variant
+    python benches/parity.py --only ppo:HalfCheetah-v5 sac:Hopper-v5 --seeds 3    # MuJoCo rows, named only
 """
 
 from __future__ import annotations
@@ -40,10 +41,15 @@ from pathlib import Path
 import numpy as np
 from validation import PAIRS, ROOT, value_format
 
+#: Rows run only when named with --only (hours each on 2 cores): the MuJoCo presets, no target.
+MUJOCO = ("HalfCheetah-v5", "Hopper-v5", "Walker2d-v5", "Ant-v5", "Humanoid-v5")
+NAMED_ONLY = [(algo, env, None, "reported") for env in MUJOCO for algo in ("ppo", "a2c", "sac", "td3")]
+ROWS = PAIRS + NAMED_ONLY
+
 #: Final-evaluation episodes (the bandit's episodes are one step long, so many more of them).
-FINAL_EPISODES = {"bandit": 1000}
+FINAL_EPISODES = {"bandit": 1000} | dict.fromkeys(MUJOCO, 10)
 FINAL_SEED = 2_000_000
-EVAL_EVERY = {"bandit": 500}
+EVAL_EVERY = {"bandit": 500} | dict.fromkeys(MUJOCO, 50_000)
 #: Thrust settings that change how fast it computes, not what it learns: no SB3 counterpart needed.
 SPEED_FIELDS = ("acting", "update", "cuda_graphs")
 
@@ -219,6 +225,7 @@ def run_thrust(job: Job, thrust_env, config, budget, eval_every, evals, _offset)
             train(
                 job.algo,
                 job.env,
+                timesteps=budget,
                 seed=job.seed,
                 device="cpu",
                 run_dir=Path(tmp) / "run",
@@ -240,14 +247,14 @@ def run_sb3(job: Job, thrust_env, config, budget, eval_every, evals, offset):
     from stable_baselines3.common.callbacks import BaseCallback
     from stable_baselines3.common.env_util import make_vec_env
     from stable_baselines3.common.logger import Logger
+    from stable_baselines3.common.vec_env import VecNormalize
 
+    from thrust_app.envs import env_spaces
     from thrust_app.envs.gym_adapter import register_envs
     from thrust_app.training.evaluation import evaluate
 
     register_envs()
     env_id = sb3_env_id(thrust_env)
-    from thrust_app.envs import env_spaces
-
     obs_space, action_space = env_spaces(thrust_env)
     action_dim = math.prod(getattr(action_space, "shape", ()) or (1,))
     kwargs, n_envs, gaps = sb3_settings(job.algo, config, len(obs_space.shape) == 3, action_dim)
@@ -259,16 +266,27 @@ def run_sb3(job: Job, thrust_env, config, budget, eval_every, evals, offset):
 
         def _on_step(self) -> bool:
             if self.num_timesteps >= self.next_eval:
-                act = lambda obs: self.model.predict(obs, deterministic=True)[0]  # noqa: E731
                 evals.append((self.num_timesteps, evaluate(act, env_id, 10, job.seed + offset).mean))
                 self.next_eval += eval_every
             return True
 
+    def act(obs):  # the deterministic policy on raw observations (VecNormalize's statistics as they are)
+        return model.predict(env.normalize_obs(obs) if config["normalize"] else obs, deterministic=True)[0]
+
     env = make_vec_env(env_id, n_envs=n_envs, seed=job.seed)
+    if config["normalize"]:
+        env = VecNormalize(
+            env,
+            norm_obs=config["norm_obs"],
+            norm_reward=config["norm_reward"],
+            clip_obs=config["clip_obs"],
+            clip_reward=config["clip_reward"],
+            gamma=config["gamma"],
+            epsilon=config["norm_epsilon"],
+        )
     model = getattr(sb3, job.algo.upper())("MlpPolicy", env, seed=job.seed, device="cpu", verbose=0, **kwargs)
     model.set_logger(Logger(None, []))  # SB3's default logger makes a /tmp/SB3-<time> folder on every learn()
     model.learn(total_timesteps=budget, callback=Evaluations())
-    act = lambda obs: model.predict(obs, deterministic=True)[0]  # noqa: E731
     return act, model.num_timesteps, gaps, env_id
 
 
@@ -430,7 +448,9 @@ def main() -> None:
     args = parser.parse_args()
     if args.thrust_set and args.label == "preset":
         parser.error("--thrust-set needs a --label naming the variant (the preset's own rows keep 'preset')")
-    pairs = [(algo, env, target) for algo, env, target, _ in PAIRS if not args.only or f"{algo}:{env}" in args.only]
+    named = lambda algo, env: f"{algo}:{env}" in (args.only or ())  # noqa: E731
+    pairs = [(algo, env, target) for algo, env, target, _ in PAIRS if not args.only or named(algo, env)]
+    pairs += [(algo, env, target) for algo, env, target, _ in NAMED_ONLY if named(algo, env)]
     args.results.parent.mkdir(parents=True, exist_ok=True)
     results = json.loads(args.results.read_text()) if args.results.exists() else []
     done = {(r["algo"], r["env"], r["lib"], r["label"], r["seed"]) for r in results}
@@ -455,9 +475,9 @@ def main() -> None:
                 flush=True,
             )
     kept = [r for r in results if r["seed"] < max(args.seeds, 5)]  # a row run with fewer seeds keeps them
-    rows = [row for algo, env, target, _ in PAIRS if (row := summarize(kept, algo, env, target, "preset"))]
+    rows = [row for algo, env, target, _ in ROWS if (row := summarize(kept, algo, env, target, "preset"))]
     variants = sorted({r["label"] for r in kept} - {"preset"})
-    extra = [row for algo, env, target, _ in PAIRS for v in variants if (row := summarize(kept, algo, env, target, v))]
+    extra = [row for algo, env, target, _ in ROWS for v in variants if (row := summarize(kept, algo, env, target, v))]
     print("\n".join(table(rows + extra)))
     if rows and not args.thrust_set:
         when = time.strftime("%Y-%m-%d")
