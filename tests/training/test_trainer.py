@@ -175,8 +175,8 @@ def test_a_run_folder_is_never_overwritten(tmp_path):
         train("ppo", "bandit", timesteps=256, run_dir=tmp_path, **QUIET)
 
 
-def test_registry_lists_the_four_algorithms():
-    assert list(ALGOS) == ["a2c", "ppo", "dqn", "sac"]
+def test_registry_lists_every_algorithm():
+    assert list(ALGOS) == ["a2c", "ppo", "dqn", "sac", "td3", "ddpg"]
 
 
 def test_every_fires_once_per_interval_even_when_steps_jump():
