@@ -9,10 +9,11 @@ silently. Both sides evaluate with the same function on the same seeds: 10 deter
 5k steps (500 on the bandit), and the final policy on 50 fresh episodes (1000 on the bandit).
 
 Per row, over the seeds: the final-eval IQM (interquartile mean, rliable's aggregate) of each side with
-its 95% percentile-bootstrap CI (scipy.stats.bootstrap), P(Thrust >= SB3) (rliable's probability of
-improvement: the share of (Thrust seed, SB3 seed) pairs where Thrust's final eval is higher, ties
-counting one half), how many seeds end at the target, and the median steps to the first evaluation
-that reached it. A row is at parity when P >= 0.5 and Thrust's IQM is inside or above SB3's CI.
+its 95% percentile-bootstrap CI, P(Thrust >= SB3) (rliable's probability of improvement: the share of
+(Thrust seed, SB3 seed) pairs where Thrust's final eval is higher, ties counting one half), both from
+`thrust compare`'s own statistics (thrust_app/runs/compare.py), how many seeds end at the target, and
+the median steps to the first evaluation that reached it. A row is at parity when P >= 0.5 and
+Thrust's IQM is inside or above SB3's CI.
 
 Results accumulate in .bench/parity.json (an interrupted bench continues); the table goes into
 docs/validation.md and the headline rows into the README, between their `parity` markers.
@@ -38,8 +39,9 @@ import tempfile
 import time
 from pathlib import Path
 
-import numpy as np
 from validation import PAIRS, ROOT, value_format
+
+from thrust_app.runs.compare import group_stats, probability_of_improvement
 
 #: Rows run only when named with --only (hours each on 2 cores): the MuJoCo presets, no target.
 MUJOCO = ("HalfCheetah-v5", "Hopper-v5", "Walker2d-v5", "Ant-v5", "Humanoid-v5")
@@ -293,29 +295,6 @@ def run_sb3(job: Job, thrust_env, config, budget, eval_every, evals, offset):
 # ---------------------------------------------------------------------------------------------- statistics
 
 
-def iqm(values) -> float:
-    """The interquartile mean: the mean of the middle half (scipy's trim_mean, a quarter cut each side)."""
-    from scipy.stats import trim_mean
-
-    return float(trim_mean(values, 0.25))
-
-
-def iqm_ci(values: list[float]) -> tuple[float, float]:
-    """95% percentile-bootstrap CI of the IQM over seeds."""
-    from scipy.stats import bootstrap
-
-    if len(set(values)) == 1:
-        return values[0], values[0]
-    ci = bootstrap((np.asarray(values),), iqm, vectorized=False, n_resamples=2000, method="percentile", rng=0)
-    return float(ci.confidence_interval.low), float(ci.confidence_interval.high)
-
-
-def probability_of_improvement(ours: list[float], theirs: list[float]) -> float:
-    """P(X >= Y) over every pair of runs, ties counting one half (the Mann-Whitney U statistic / (n m))."""
-    wins = sum((x > y) + 0.5 * (x == y) for x in ours for y in theirs)
-    return wins / (len(ours) * len(theirs))
-
-
 def steps_to_target(run: dict, target: float | None) -> int | None:
     return next((step for step, mean in run["evals"] if target is not None and mean >= target), None)
 
@@ -333,17 +312,18 @@ def summarize(results: list[dict], algo: str, env: str, target: float | None, la
     for lib, runs in side.items():
         finals = [r["final_mean"] for r in runs]
         reached = [s for s in (steps_to_target(r, target) for r in runs) if s is not None]
+        final_stats = group_stats(lib, finals)
         row[lib] = {
             "seeds": len(runs),
             "finals": finals,
-            "iqm": iqm(finals),
-            "ci": iqm_ci(finals),
+            "iqm": final_stats.iqm,
+            "ci": final_stats.iqm_ci,
             "solved": None if target is None else sum(f >= target for f in finals),
             "reached": len(reached),
             "median_steps_to_target": statistics.median(reached) if reached else None,
             "wall_s": statistics.median(r["wall_s"] for r in runs),
         }
-    row["p_thrust_ge_sb3"] = probability_of_improvement(row["thrust"]["finals"], row["sb3"]["finals"])
+    row["p_thrust_ge_sb3"], row["p_ci"] = probability_of_improvement(row["thrust"]["finals"], row["sb3"]["finals"])
     row["at_parity"] = row["p_thrust_ge_sb3"] >= 0.5 and row["thrust"]["iqm"] >= row["sb3"]["ci"][0]
     row["gaps"] = sorted({gap for r in side["sb3"] for gap in r["gaps"]})
     return row
