@@ -8,10 +8,12 @@ order of measurements, which a per-test fixture does not give. This harness is 5
 
 from __future__ import annotations
 
+import re
 import statistics
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 
 
 @dataclass
@@ -108,3 +110,13 @@ def stop_if_signalled(summary: dict) -> dict:
     if summary["status"] in ("interrupted", "terminated"):
         raise SystemExit(f"the run was {summary['status']} at step {summary['timesteps']:,}: the bench stops")
     return summary
+
+
+def replace_block(path: Path, name: str, lines: list[str]) -> None:
+    """Put `lines` between the `<!-- NAME:start -->` and `<!-- NAME:end -->` markers of `path` (appended
+    at the end when the file has none yet)."""
+    text = path.read_text() if path.exists() else ""
+    block = "\n".join([f"<!-- {name}:start -->", *lines, f"<!-- {name}:end -->"])
+    pattern = rf"<!-- {name}:start -->.*?<!-- {name}:end -->"
+    new, count = re.subn(pattern, lambda _: block, text, flags=re.S)
+    path.write_text(new if count else text.rstrip("\n") + "\n\n" + block + "\n")

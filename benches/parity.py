@@ -32,13 +32,13 @@ import json
 import math
 import multiprocessing as mp
 import platform
-import re
 import statistics
 import sys
 import tempfile
 import time
 from pathlib import Path
 
+from harness import replace_block
 from validation import PAIRS, ROOT, value_format
 
 from thrust_app.runs.compare import group_stats, probability_of_improvement
@@ -386,16 +386,6 @@ def sb3_version() -> str:
     import stable_baselines3
 
     return stable_baselines3.__version__
-
-
-def replace_block(path: Path, name: str, lines: list[str]) -> None:
-    """Put `lines` between the `<!-- NAME:start -->` and `<!-- NAME:end -->` markers of `path` (appended
-    at the end when the file has none yet)."""
-    text = path.read_text() if path.exists() else ""
-    block = "\n".join([f"<!-- {name}:start -->", *lines, f"<!-- {name}:end -->"])
-    pattern = rf"<!-- {name}:start -->.*?<!-- {name}:end -->"
-    new, count = re.subn(pattern, lambda _: block, text, flags=re.S)
-    path.write_text(new if count else text.rstrip("\n") + "\n\n" + block + "\n")
 
 
 def readme_rows(rows: list[dict]) -> list[str]:

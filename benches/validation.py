@@ -395,7 +395,9 @@ def write_markdown(results: list[dict], out: Path, seeds: int, when: str) -> Non
         *settings_notes(),
         "",
     ]
-    out.write_text("\n".join(lines))
+    # the parity section (benches/parity.py) is kept as it is
+    kept = re.search(r"<!-- parity:start -->.*?<!-- parity:end -->", out.read_text(), re.S) if out.exists() else None
+    out.write_text("\n".join(lines) + ("\n" + kept.group(0) + "\n" if kept else ""))
 
 
 def readme_rows(results: list[dict], when: str, seeds: int) -> list[str]:
@@ -433,12 +435,9 @@ def readme_rows(results: list[dict], when: str, seeds: int) -> list[str]:
 
 def write_readme(results: list[dict], readme: Path, when: str, seeds: int) -> None:
     """Replace the rows between the README's validation markers."""
-    text = readme.read_text()
-    block = "\n".join(["<!-- validation:start -->", *readme_rows(results, when, seeds), "<!-- validation:end -->"])
-    new, count = re.subn(r"<!-- validation:start -->.*?<!-- validation:end -->", block, text, flags=re.S)
-    if count != 1:
-        raise SystemExit(f"{readme} needs one '<!-- validation:start -->' ... '<!-- validation:end -->' block")
-    readme.write_text(new)
+    from harness import replace_block
+
+    replace_block(readme, "validation", readme_rows(results, when, seeds))
 
 
 def all_jobs(seeds: int) -> list[tuple[str, str, str, int]]:
