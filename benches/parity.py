@@ -47,6 +47,8 @@ from thrust_app.runs.compare import group_stats, probability_of_improvement
 MUJOCO = ("HalfCheetah-v5", "Hopper-v5", "Walker2d-v5", "Ant-v5", "Humanoid-v5")
 NAMED_ONLY = [(algo, env, None, "reported") for env in MUJOCO for algo in ("ppo", "a2c", "sac", "td3")]
 ROWS = PAIRS + NAMED_ONLY
+#: Named presets with settings of their own (not only another evaluation interval), run with the rows above.
+PRESET_ROWS = [("dqn", "cartpole", 475.0, "stable")]
 
 #: Final-evaluation episodes (the bandit's episodes are one step long, so many more of them).
 FINAL_EPISODES = {"bandit": 1000} | dict.fromkeys(MUJOCO, 10)
@@ -65,17 +67,23 @@ class Job:
     #: A Thrust variant for A/B experiments: its label and its --set values (SB3 runs have none).
     label: str = "preset"
     thrust_set: tuple[str, ...] = ()
+    #: The pair's preset both sides train with: its default one, or a named one.
+    preset: str = "default"
 
     @property
     def key(self) -> tuple:
-        return (self.algo, self.env, self.lib, self.label, self.seed)
+        return result_key(dataclasses.asdict(self))
 
 
-def thrust_config(algo: str, env: str, overrides: list[str]) -> tuple[str, dict, int]:
+def result_key(run: dict) -> tuple:
+    return (run["algo"], run["env"], run.get("preset", "default"), run["lib"], run["label"], run["seed"])
+
+
+def thrust_config(algo: str, env: str, overrides: list[str], preset: str = "default") -> tuple[str, dict, int]:
     """(Thrust env id, the run's whole config, its step budget) for a preset with `overrides` (KEY=VALUE)."""
     from thrust_app.training.run_spec import make_spec
 
-    spec = make_spec(algo, env, device="cpu", overrides=overrides)
+    spec = make_spec(algo, env, device="cpu", overrides=overrides, preset=preset)
     return spec.env, spec.config, spec.timesteps
 
 
@@ -198,7 +206,7 @@ def run_job(job: Job) -> dict:
     from thrust_app.training.trainer import EVAL_SEED_OFFSET
 
     torch.set_num_threads(1)
-    thrust_env, config, budget = thrust_config(job.algo, job.env, list(job.thrust_set))
+    thrust_env, config, budget = thrust_config(job.algo, job.env, list(job.thrust_set), job.preset)
     eval_every = EVAL_EVERY.get(job.env, 5000)
     evals: list[tuple[int, float]] = []
     start = time.monotonic()
@@ -228,6 +236,7 @@ def run_thrust(job: Job, thrust_env, config, budget, eval_every, evals, _offset)
                 job.algo,
                 job.env,
                 timesteps=budget,
+                preset=job.preset,
                 seed=job.seed,
                 device="cpu",
                 run_dir=Path(tmp) / "run",
@@ -299,16 +308,16 @@ def steps_to_target(run: dict, target: float | None) -> int | None:
     return next((step for step, mean in run["evals"] if target is not None and mean >= target), None)
 
 
-def summarize(results: list[dict], algo: str, env: str, target: float | None, label: str) -> dict | None:
+def summarize(
+    results: list[dict], algo: str, env: str, target: float | None, label: str, preset: str = "default"
+) -> dict | None:
     """One table row: both sides' final-eval IQM with CIs, P(Thrust >= SB3), seeds solved, steps to target."""
-    side = {
-        lib: sorted((r for r in results if (r["algo"], r["env"], r["lib"]) == (algo, env, lib)), key=lambda r: r["seed"])
-        for lib in ("thrust", "sb3")
-    }
+    mine = lambda r, lib: result_key(r)[:4] == (algo, env, preset, lib)  # noqa: E731
+    side = {lib: sorted((r for r in results if mine(r, lib)), key=lambda r: r["seed"]) for lib in ("thrust", "sb3")}
     side["thrust"] = [r for r in side["thrust"] if r["label"] == label]
     if not side["thrust"] or not side["sb3"]:
         return None
-    row = {"algo": algo, "env": env, "label": label, "target": target}
+    row = {"algo": algo, "env": env, "label": label, "target": target, "preset": preset}
     for lib, runs in side.items():
         finals = [r["final_mean"] for r in runs]
         reached = [s for s in (steps_to_target(r, target) for r in runs) if s is not None]
@@ -353,6 +362,7 @@ def table_row(row: dict) -> str:
 
     ends = "—" if row["target"] is None else f"{t['solved']}/{t['seeds']} / {s['solved']}/{s['seeds']}"
     label = "" if row["label"] == "preset" else f" ({row['label']})"
+    label += "" if row["preset"] == "default" else f", preset {row['preset']}"
     return (
         f"| {row['algo']}{label} | {row['env']} | {min(t['seeds'], s['seeds'])} | {cell(t)} | {cell(s)} "
         f"| {row['p_thrust_ge_sb3']:.2f} | {ends} | {steps(t)} / {steps(s)} | {'yes' if row['at_parity'] else '**no**'} |"
@@ -419,17 +429,18 @@ def main() -> None:
     if args.thrust_set and args.label == "preset":
         parser.error("--thrust-set needs a --label naming the variant (the preset's own rows keep 'preset')")
     named = lambda algo, env: f"{algo}:{env}" in (args.only or ())  # noqa: E731
-    pairs = [(algo, env, target) for algo, env, target, _ in PAIRS if not args.only or named(algo, env)]
-    pairs += [(algo, env, target) for algo, env, target, _ in NAMED_ONLY if named(algo, env)]
+    pairs = [(algo, env, "default") for algo, env, _, _ in PAIRS if not args.only or named(algo, env)]
+    pairs += [(algo, env, "default") for algo, env, _, _ in NAMED_ONLY if named(algo, env)]
+    pairs += [(algo, env, preset) for algo, env, _, preset in PRESET_ROWS if not args.only or named(algo, env)]
     args.results.parent.mkdir(parents=True, exist_ok=True)
     results = json.loads(args.results.read_text()) if args.results.exists() else []
-    done = {(r["algo"], r["env"], r["lib"], r["label"], r["seed"]) for r in results}
+    done = {result_key(r) for r in results}
     variant = tuple(args.thrust_set)
     jobs = [
         job
-        for algo, env, _ in pairs
+        for algo, env, preset in pairs
         for seed in range(args.seeds)
-        for job in (Job(algo, env, "thrust", seed, args.label, variant), Job(algo, env, "sb3", seed))
+        for job in (Job(algo, env, "thrust", seed, args.label, variant, preset), Job(algo, env, "sb3", seed, preset=preset))
         if job.key not in done
     ]
     jobs.sort(key=lambda job: job.env in ("snake", "pendulum"), reverse=True)  # longest first
@@ -446,6 +457,7 @@ def main() -> None:
             )
     kept = [r for r in results if r["seed"] < max(args.seeds, 5)]  # a row run with fewer seeds keeps them
     rows = [row for algo, env, target, _ in ROWS if (row := summarize(kept, algo, env, target, "preset"))]
+    rows += [row for a, e, target, p in PRESET_ROWS if (row := summarize(kept, a, e, target, "preset", p))]
     variants = sorted({r["label"] for r in kept} - {"preset"})
     extra = [row for algo, env, target, _ in ROWS for v in variants if (row := summarize(kept, algo, env, target, v))]
     print("\n".join(table(rows + extra)))
