@@ -48,7 +48,7 @@ MUJOCO = ("HalfCheetah-v5", "Hopper-v5", "Walker2d-v5", "Ant-v5", "Humanoid-v5")
 NAMED_ONLY = [(algo, env, None, "reported") for env in MUJOCO for algo in ("ppo", "a2c", "sac", "td3")]
 ROWS = PAIRS + NAMED_ONLY
 #: Named presets with settings of their own (not only another evaluation interval), run with the rows above.
-PRESET_ROWS = [("dqn", "cartpole", 475.0, "stable")]
+PRESET_ROWS = [("dqn", "cartpole", 475.0, "annealed")]
 
 #: Final-evaluation episodes (the bandit's episodes are one step long, so many more of them).
 FINAL_EPISODES = {"bandit": 1000} | dict.fromkeys(MUJOCO, 10)
