@@ -383,8 +383,11 @@ def markdown(rows: list[dict], when: str) -> list[str]:
         "bootstrap CI; *P(Thrust >= SB3)*: share of seed pairs where Thrust's final eval is at least SB3's "
         "(ties count one half); *ends at target*: seeds whose final eval reached the row's target (validation.py's); "
         "*steps to target*: the first evaluation (every 5k steps, 500 on the bandit) that reached it; *parity*: "
-        "P >= 0.5 and Thrust's IQM inside or above SB3's CI. The named presets train with these rows' settings "
-        "(`fast` evaluates more often and stops at the solve) or need a GPU (`gpu`: 4,096 envs, 10M steps).",
+        "P >= 0.5 and Thrust's IQM inside or above SB3's CI. A named preset with settings of its own has its row "
+        "(`annealed`, both sides on its settings); the others train with these rows' settings (`fast` evaluates "
+        "more often and stops at the solve) or need a GPU (`gpu`: 4,096 envs, 10M steps). Rows not listed were "
+        "not run on this machine (Snake: a CNN for 300k steps, 15-25 min per run per side; the MuJoCo rows, run "
+        "only when named, hours).",
         "",
         *table(rows),
         "",
@@ -404,8 +407,9 @@ def readme_rows(rows: list[dict]) -> list[str]:
     for row in rows:
         if row["algo"] == "dqn" and row["env"] == "cartpole" and row["label"] == "preset":
             t, s = row["thrust"], row["sb3"]
+            preset = "zoo preset" if row["preset"] == "default" else f"preset `{row['preset']}`"
             lines.append(
-                f"| DQN CartPole, zoo preset vs SB3 | ends solved on {t['solved']}/{t['seeds']} seeds vs "
+                f"| DQN CartPole, {preset} vs SB3 on its settings | ends solved on {t['solved']}/{t['seeds']} seeds vs "
                 f"{s['solved']}/{s['seeds']}; final IQM {t['iqm']:.1f} vs {s['iqm']:.1f}; "
                 f"P(Thrust >= SB3) {row['p_thrust_ge_sb3']:.2f} |"
             )
