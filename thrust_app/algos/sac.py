@@ -82,12 +82,12 @@ class SAC(OffPolicyAlgorithm):
         config = self.config
         obs, actions, rewards, next_obs, terminated = batch
         new_actions, log_prob = self.actor.sample(obs)
+        alpha = self.log_alpha.detach().exp()  # the temperature before its own step serves this update (as SB3's)
         if config.auto_alpha:
             alpha_loss = -(self.log_alpha * (log_prob.detach() + self.target_entropy)).mean()
             self.alpha_opt.zero_grad(set_to_none=True)
             alpha_loss.backward()
             self.alpha_opt.step()
-        alpha = self.log_alpha.detach().exp()
 
         with torch.no_grad():
             next_actions, next_log_prob = self.actor.sample(next_obs)

@@ -38,11 +38,11 @@ def compiled_sac_update(sac: SAC, batch: Batch) -> dict[str, torch.Tensor]:
 
     noise = torch.randn(actions.shape).numpy()  # sac_backward's first draw (the sample at s)
     sample = actor_sample(*actor_params, obs, noise, bounds, LOG_STD_LIMITS)
+    alpha = sac.log_alpha.detach().exp()  # before the temperature's own step, as the reference
     if config.auto_alpha:
         # alpha loss -mean(log_alpha (log pi + target entropy)): d / d log_alpha = -mean(log pi + target entropy)
         sac.log_alpha.grad = torch.tensor([-(float(sample[5].mean()) + sac.target_entropy)])
         adam_step(sac.alpha_opt)
-    alpha = sac.log_alpha.detach().exp()
 
     next_noise = torch.randn(actions.shape).numpy()  # the second draw (the sample at s')
     target_critics = tuple(layer_arrays(q_net)[:2] for q_net in sac.critic_target.qs)

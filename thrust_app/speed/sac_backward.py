@@ -97,11 +97,11 @@ def fast_sac_update(sac: SAC, batch: Batch) -> dict[str, torch.Tensor]:
     obs, actions, rewards, next_obs, terminated = batch
     n = obs.shape[0]
     sample = actor_forward(actor, obs)
+    alpha = sac.log_alpha.exp()  # before the temperature's own step, as the reference
     if config.auto_alpha:
         # alpha loss -mean(log_alpha (log pi + target entropy)): d / d log_alpha = -mean(log pi + target entropy)
         sac.log_alpha.grad = -(sample.log_prob + sac.target_entropy).mean().reshape(1)
         adam_step(sac.alpha_opt)
-    alpha = sac.log_alpha.exp()
 
     next_sample = actor_forward(actor, next_obs)
     next_q1, next_q2 = (outputs[-1].squeeze(-1) for outputs in critic_forward(sac.critic_target, next_obs, next_sample.action))
