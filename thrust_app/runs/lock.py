@@ -48,7 +48,15 @@ class RunLock:
         os.ftruncate(fd, 0)
         os.write(fd, str(os.getpid()).encode())
         self._fd = fd
+        os.register_at_fork(after_in_child=self._not_in_a_forked_child)
         return self
+
+    def _not_in_a_forked_child(self) -> None:
+        """A forked child (a sweep's worker) drops its copy of the descriptor: the lock is this process's
+        alone, so the folder is free the moment this process ends, whatever its children still do."""
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
 
     def __exit__(self, kind: type[BaseException] | None, error: BaseException | None, trace: TracebackType | None) -> None:
         if self._fd is not None:
