@@ -153,7 +153,7 @@ def on_raw_observations(policy: torch.nn.Module, config: Any, env_state: dict[st
     rms = RunningMeanStd()
     rms.load_state_dict(env_state["obs_rms"])
     normalizer = ObsNormalizer(rms.mean, rms.var, config.norm_epsilon, config.clip_obs)
-    return NormalizedPolicy(policy, normalizer.to(next(policy.buffers(), torch.zeros(())).device))
+    return NormalizedPolicy(policy, normalizer.to(next(policy.parameters()).device))
 
 
 def evaluated_policy(algo: Any, env: VecEnv) -> torch.nn.Module:
