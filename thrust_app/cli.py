@@ -122,14 +122,14 @@ def _cmd_eval(args: argparse.Namespace) -> int:
         bundle = load_bundle(path)
         check_bundle_fits_env(bundle)
         act = OnnxPolicy(bundle).act
-        env_id = bundle.env_id
+        env_id, pipeline = bundle.env_id, bundle.pipeline
         label = f"{bundle.manifest['algo']} bundle"
     else:
         run = Path(load_bundle(path).manifest["source_run"]) if is_bundle else path
         if is_bundle and not run.is_dir():
             raise UsageError(f"the bundle's source run {run} is not here; evaluate the bundle with --runtime onnxruntime")
-        act, env_id, label = _torch_policy(run, args.device)
-    result = evaluate(act, env_id, args.episodes, args.seed)
+        act, env_id, pipeline, label = _torch_policy(run, args.device)
+    result = evaluate(act, env_id, args.episodes, args.seed, pipeline=pipeline)
     print(
         f"{label} on {env_id} ({runtime}): mean return {result.mean:.3f} +- {result.std:.3f} over "
         f"{args.episodes} episodes (seeds {args.seed}..{args.seed + args.episodes - 1})"
@@ -142,6 +142,7 @@ def _torch_policy(run, device: str):
     import torch
 
     from .algos.base import deterministic_action
+    from .envs.pipeline import Pipeline
     from .training.trainer import load_policy
 
     spec, policy = load_policy(run, device)
@@ -151,7 +152,7 @@ def _torch_policy(run, device: str):
         with torch.no_grad():
             return deterministic_action(policy, torch.as_tensor(obs, device=on)).cpu().numpy()
 
-    return act, spec.env, f"{spec.algo} run"
+    return act, spec.env, Pipeline.of(spec.config), f"{spec.algo} run"
 
 
 def _cmd_export(args: argparse.Namespace) -> int:

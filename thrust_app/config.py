@@ -92,6 +92,18 @@ class AlgoConfig:
     clip_obs: float = param(10.0, "with normalize: bound of the normalised observations", gt=0)
     clip_reward: float = param(10.0, "with normalize: bound of the scaled rewards", gt=0)
     norm_epsilon: float = param(1e-8, "with normalize: added to the variances before the square root", gt=0)
+    env_wrapper: Literal["none", "atari", "minatar"] = param(
+        "none",
+        "observation pipeline around the env (envs/pipeline.py), the zoo's key: atari = gymnasium's AtariPreprocessing "
+        "as the zoo's AtariWrapper sets it up (noop reset, frame skip 4, 84x84 grey; a lost life ends the episode and "
+        "rewards become their sign for training only); minatar = MinAtar's grids channels first",
+    )
+    frame_stack: int = param(1, "the last N observations stacked as one (the zoo's frame_stack; 1 = none)", ge=1)
+    vec_env: Literal["sync", "async"] = param(
+        "sync",
+        "how a gymnasium env's copies step: sync (one after another in the training process) or async (each in a "
+        "worker process, gymnasium's AsyncVectorEnv: for envs whose step is slow, Atari's or MuJoCo's)",
+    )
 
     def validate(self) -> None:
         """Raise ConfigError on values no run could use: each field against the range it declares;
@@ -103,9 +115,9 @@ class AlgoConfig:
         if not self.hidden or any(size < 1 for size in self.hidden):
             raise ConfigError(f"hidden sizes must be >= 1, got {self.hidden}")
 
-    def check_fits(self, timesteps: int, obs_size: int) -> None:
-        """Refuse settings that cannot fit a run of `timesteps` steps on an env whose observations have
-        `obs_size` numbers (the budget, this machine's memory); the on- and off-policy configs say how."""
+    def check_fits(self, timesteps: int, obs_bytes: int) -> None:
+        """Refuse settings that cannot fit a run of `timesteps` steps on an env whose observations take
+        `obs_bytes` bytes each (the budget, this machine's memory); the on- and off-policy configs say how."""
 
 
 def available_memory_bytes() -> int:

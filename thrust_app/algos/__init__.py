@@ -26,10 +26,14 @@ def get_algo(name: str) -> type[Algorithm]:
 
 
 def build_algorithm(algo: str, env_id: str, config: dict[str, Any], device: torch.device, seed: int = 0) -> Algorithm:
-    """The algorithm `algo` for `env_id`'s spaces with `config` (a run's saved config, checked again), on `device`."""
+    """The algorithm `algo` for `env_id`'s spaces (inside the observation pipeline `config` names) with `config`
+    (a run's saved config, checked again), on `device`."""
+    from ..envs.pipeline import Pipeline
+
     algo_cls = get_algo(algo)
-    obs_space, action_space = env_spaces(env_id)
-    return algo_cls(obs_space.shape, action_space, apply_overrides(algo_cls.Config(), config, algo_cls.name), device, seed)
+    checked = apply_overrides(algo_cls.Config(), config, algo_cls.name)
+    obs_space, action_space = env_spaces(env_id, Pipeline.of(checked))
+    return algo_cls(obs_space.shape, action_space, checked, device, seed, obs_space.dtype)
 
 
 __all__ = [

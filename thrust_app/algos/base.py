@@ -47,10 +47,18 @@ class Algorithm(ABC):
     supports: ClassVar[tuple[type, ...]] = (Discrete, Box)
 
     def __init__(
-        self, obs_shape: tuple[int, ...], action_space: Discrete | Box, config: AlgoConfig, device: torch.device, seed: int
+        self,
+        obs_shape: tuple[int, ...],
+        action_space: Discrete | Box,
+        config: AlgoConfig,
+        device: torch.device,
+        seed: int,
+        obs_dtype: str = "float32",
     ) -> None:
         self.check_fits(action_space, "this env")
         self.obs_shape = obs_shape
+        #: The observations' dtype ("uint8" frames are stored as bytes and scaled inside the CNN).
+        self.obs_dtype = obs_dtype
         self.action_space = action_space
         self.config = config
         self.device = device

@@ -76,8 +76,8 @@ class DQN(OffPolicyAlgorithm):
     config: DQNConfig
     supports = (Discrete,)
 
-    def __init__(self, obs_shape, action_space, config: DQNConfig, device, seed) -> None:
-        super().__init__(obs_shape, action_space, config, device, seed)
+    def __init__(self, obs_shape, action_space, config: DQNConfig, device, seed, obs_dtype="float32") -> None:
+        super().__init__(obs_shape, action_space, config, device, seed, obs_dtype)
         self.q_net = QNetwork(obs_shape, action_space.n, config.hidden).to(device)
         self.target_net = copy.deepcopy(self.q_net).requires_grad_(False)
         self.optimizer = torch.optim.Adam([self.q_net.flat], lr=config.learning_rate, fused=True)

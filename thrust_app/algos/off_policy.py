@@ -11,8 +11,10 @@ import torch
 
 from ..config import CUDA_GRAPHS_HELP, OFF_POLICY_UPDATE_HELP, AlgoConfig, ConfigError, check_memory, param
 from ..envs.core import Box
+from ..envs.vec import episode_ended
 from ..nets.flat_params import FlatParameters
 from .base import Algorithm, Iteration
+from .frame_replay import FrameSharingReplay
 from .replay import Batch, ReplayBuffer
 
 
@@ -26,6 +28,11 @@ class OffPolicyConfig(AlgoConfig):
     train_freq: int = param(1, "env steps (per env) between learning phases", ge=1)
     gradient_steps: int = param(1, "gradient steps per learning phase", ge=1)
     tau: float = param(0.005, "target network update weight (1.0 = hard copy)", gt=0, le=1)
+    share_frames: bool = param(
+        True,
+        "with frame_stack > 1: the replay buffer stores each frame once and rebuilds the stacks when sampling "
+        "(the same samples as storing every stack, about 1/(2 x frame_stack) of the memory; algos/frame_replay.py)",
+    )
     cuda_graphs: bool = param(False, CUDA_GRAPHS_HELP)
     update: Literal["handwritten", "numba", "reference"] = param("handwritten", OFF_POLICY_UPDATE_HELP)
 
@@ -38,14 +45,18 @@ class OffPolicyConfig(AlgoConfig):
                 "does not yet): drop normalize"
             )
 
-    def check_fits(self, timesteps: int, obs_size: int) -> None:
+    def shares_frames(self) -> bool:
+        return self.share_frames and self.frame_stack > 1
+
+    def check_fits(self, timesteps: int, obs_bytes: int) -> None:
         """The replay buffer and the envs must fit the machine's memory."""
-        # per transition: obs and next obs, action, reward, terminated (float32; int64 actions count as two)
-        per_transition = (2 * obs_size + 4) * 4
+        # per transition: obs and next obs in their dtype, or one frame when frames are shared; action, reward,
+        # terminated (float32; int64 actions count as two)
+        obs_storage = obs_bytes / self.frame_stack if self.shares_frames() else 2 * obs_bytes
         check_memory(
-            self.buffer_size * per_transition, f"a replay buffer of {self.buffer_size:,} transitions", "lower buffer_size"
+            self.buffer_size * (obs_storage + 16), f"a replay buffer of {self.buffer_size:,} transitions", "lower buffer_size"
         )
-        check_memory(self.n_envs * (obs_size + 8) * 4 * 4, f"{self.n_envs:,} envs", "lower n_envs")
+        check_memory(self.n_envs * (obs_bytes + 32) * 4, f"{self.n_envs:,} envs", "lower n_envs")
 
 
 class OffPolicyAlgorithm(Algorithm):
@@ -54,16 +65,17 @@ class OffPolicyAlgorithm(Algorithm):
 
     config: OffPolicyConfig
 
-    def __init__(self, obs_shape, action_space, config: OffPolicyConfig, device, seed) -> None:
-        super().__init__(obs_shape, action_space, config, device, seed)
+    def __init__(self, obs_shape, action_space, config: OffPolicyConfig, device, seed, obs_dtype="float32") -> None:
+        super().__init__(obs_shape, action_space, config, device, seed, obs_dtype)
         continuous = isinstance(action_space, Box)
-        self.buffer = ReplayBuffer(
-            config.buffer_size,
-            obs_shape,
-            action_space.shape if continuous else (),
-            torch.float32 if continuous else torch.int64,
-            device,
-        )
+        action_shape, action_dtype = (action_space.shape, torch.float32) if continuous else ((), torch.int64)
+        obs_torch_dtype = getattr(torch, obs_dtype)
+        if config.shares_frames():
+            self.buffer = FrameSharingReplay(
+                config.buffer_size, obs_shape, action_shape, action_dtype, device, obs_torch_dtype, config.n_envs
+            )
+        else:
+            self.buffer = ReplayBuffer(config.buffer_size, obs_shape, action_shape, action_dtype, device, obs_torch_dtype)
 
     @abstractmethod
     def explore(self, obs: torch.Tensor) -> torch.Tensor:
@@ -106,9 +118,10 @@ class OffPolicyAlgorithm(Algorithm):
             step = env_io.step(env, action)
             self.buffer.add(obs, action, step.reward, step.final_obs, step.terminated)
             done = step.terminated | step.truncated
-            if bool(done.any()):
-                returns += step.episode_return[done].tolist()
-                lengths += step.episode_length[done].tolist()
+            ended = episode_ended(step)
+            if bool(ended.any()):
+                returns += step.episode_return[ended].tolist()
+                lengths += step.episode_length[ended].tolist()
             obs = step.obs
             self.num_timesteps += env.num_envs
             self.after_env_step(done)

@@ -40,7 +40,7 @@ class OnPolicyConfig(AlgoConfig):
     log_std_init: float = param(0.0, "initial log std of the Gaussian policy (Box actions)")
     update: Literal["handwritten", "reference"] = param("handwritten", ON_POLICY_UPDATE_HELP)
 
-    def check_fits(self, timesteps: int, obs_size: int) -> None:
+    def check_fits(self, timesteps: int, obs_bytes: int) -> None:
         """One rollout must fit the budget and the machine's memory."""
         rollout = self.n_steps * self.n_envs
         if rollout > timesteps:
@@ -48,9 +48,9 @@ class OnPolicyConfig(AlgoConfig):
                 f"one rollout is n_steps x n_envs = {rollout:,} steps, more than the whole budget of "
                 f"{timesteps:,}; lower n_steps or n_envs, or raise --timesteps"
             )
-        # per step: observation, action, log-prob, value, reward, ends, returns (float32), kept twice over;
-        # and the towers' activations for as many rows at once (A2C's update takes the whole rollout)
-        storage = rollout * (obs_size + 8) * 4 * 2
+        # per step: observation (in its dtype), action, log-prob, value, reward, ends, returns (float32), kept
+        # twice over; and the towers' activations for as many rows at once (A2C's update takes the whole rollout)
+        storage = rollout * (obs_bytes + 8 * 4) * 2
         activations = rollout * 2 * sum(self.hidden) * 4 * 4
         check_memory(storage + activations, f"a rollout of {rollout:,} steps", "lower n_steps or n_envs")
 
@@ -60,8 +60,8 @@ class OnPolicyAlgorithm(Algorithm):
 
     config: OnPolicyConfig
 
-    def __init__(self, obs_shape, action_space, config: OnPolicyConfig, device, seed) -> None:
-        super().__init__(obs_shape, action_space, config, device, seed)
+    def __init__(self, obs_shape, action_space, config: OnPolicyConfig, device, seed, obs_dtype="float32") -> None:
+        super().__init__(obs_shape, action_space, config, device, seed, obs_dtype)
         self.net = ActorCritic(obs_shape, action_space, config.hidden, config.activation, config.log_std_init).to(device)
         self.optimizer = self.make_optimizer()
 

@@ -1,4 +1,7 @@
-"""Off-policy experience (DQN, SAC): a fixed-size ring buffer of transitions on the learner's device."""
+"""Off-policy experience (DQN, SAC, TD3): a fixed-size ring buffer of transitions on the learner's device.
+
+Observations keep their own dtype (Atari's uint8 frames stay bytes; the nets scale them). Frame-stacked
+observations have a leaner form in frame_replay.py, which stores each frame once."""
 
 from __future__ import annotations
 
@@ -25,9 +28,10 @@ class ReplayBuffer:
         action_shape: Sequence[int],
         action_dtype: torch.dtype,
         device: torch.device,
+        obs_dtype: torch.dtype = torch.float32,
     ) -> None:
         self.capacity = capacity
-        self.obs = torch.zeros((capacity, *obs_shape), dtype=torch.float32, device=device)
+        self.obs = torch.zeros((capacity, *obs_shape), dtype=obs_dtype, device=device)
         self.next_obs = torch.zeros_like(self.obs)
         self.actions = torch.zeros((capacity, *action_shape), dtype=action_dtype, device=device)
         self.rewards = torch.zeros(capacity, dtype=torch.float32, device=device)

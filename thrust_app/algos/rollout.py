@@ -32,15 +32,22 @@ class Rollout:
 
 
 #: What a rollout records per step, in this order.
-RECORDED = ("obs", "actions", "log_probs", "values", "rewards", "terminated", "truncated", "returns", "lengths")
+#: "ended" only from envs that report whole episodes apart from their ends (BatchStep.episode_end).
+RECORDED = ("obs", "actions", "log_probs", "values", "rewards", "terminated", "truncated", "returns", "lengths", "ended")
 
 
 def record_step(recorded: dict[str, list], policy_items: tuple, step) -> None:
     """Append one step to `recorded` (a list per RECORDED key): the observation, action, log-prob, value and
     reward in `policy_items`, the ends and episode figures from the env's `step` (tensors or arrays alike)."""
-    items = (*policy_items, step.terminated, step.truncated, step.episode_return, step.episode_length)
+    items = (*policy_items, step.terminated, step.truncated, step.episode_return, step.episode_length, step.episode_end)
     for key, item in zip(RECORDED, items, strict=True):
-        recorded[key].append(item)
+        if item is not None:
+            recorded[key].append(item)
+
+
+def stacked(recorded: dict[str, list], stack) -> dict:
+    """The (T, N) stack of every key recorded (with `stack`: torch.stack, or numpy's made tensors)."""
+    return {key: stack(items) for key, items in recorded.items() if items}
 
 
 def make_rollout(steps: dict[str, torch.Tensor], last_values: torch.Tensor) -> Rollout:
@@ -48,12 +55,13 @@ def make_rollout(steps: dict[str, torch.Tensor], last_values: torch.Tensor) -> R
     done = steps.pop("terminated") | steps.pop("truncated")
     returns = steps.pop("returns")
     lengths = steps.pop("lengths")
+    ended = steps.pop("ended", done)
     return Rollout(
         **steps,
         dones=done.float(),
         last_values=last_values,
-        episode_returns=returns[done].tolist(),
-        episode_lengths=lengths[done].tolist(),
+        episode_returns=returns[ended].tolist(),
+        episode_lengths=lengths[ended].tolist(),
     )
 
 
@@ -79,7 +87,7 @@ def collect_steps(
             reward = reward + gamma * (step.truncated & ~step.terminated) * policy.value(step.final_obs)
         record_step(recorded, (obs, action, log_prob, value, reward), step)
         obs = step.obs
-    steps = {key: torch.stack(items) for key, items in recorded.items()}  # (T, N) each: one op per array, not per step
+    steps = stacked(recorded, torch.stack)  # (T, N) each: one op per array, not per step
     return steps, policy.value(obs), obs
 
 

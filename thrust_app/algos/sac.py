@@ -33,8 +33,8 @@ class SAC(OffPolicyAlgorithm):
     config: SACConfig
     supports = (Box,)
 
-    def __init__(self, obs_shape, action_space: Box, config: SACConfig, device, seed) -> None:
-        super().__init__(obs_shape, action_space, config, device, seed)
+    def __init__(self, obs_shape, action_space: Box, config: SACConfig, device, seed, obs_dtype="float32") -> None:
+        super().__init__(obs_shape, action_space, config, device, seed, obs_dtype)
         self.actor = SquashedGaussianActor(obs_shape, action_space, config.hidden).to(device)
         self.critic = TwinQ(obs_shape, action_space, config.hidden).to(device)
         self.critic_target = copy.deepcopy(self.critic).requires_grad_(False)

@@ -81,8 +81,8 @@ class TD3(OffPolicyAlgorithm):
     config: TD3Config
     supports = (Box,)
 
-    def __init__(self, obs_shape, action_space: Box, config: TD3Config, device, seed) -> None:
-        super().__init__(obs_shape, action_space, config, device, seed)
+    def __init__(self, obs_shape, action_space: Box, config: TD3Config, device, seed, obs_dtype="float32") -> None:
+        super().__init__(obs_shape, action_space, config, device, seed, obs_dtype)
         self.actor = DeterministicActor(obs_shape, action_space, config.hidden).to(device)
         self.actor_target = copy.deepcopy(self.actor).requires_grad_(False)
         self.critic = QCritics(obs_shape, action_space, config.hidden, config.n_critics).to(device)

@@ -13,6 +13,7 @@ from pathlib import Path
 import numpy as np
 
 from ..envs import make_env
+from ..envs.pipeline import Pipeline
 
 #: Container -> (ffmpeg codec, extra output options, MIME type). x264 "ultrafast" and VP9 "realtime"
 #: trade file size for speed: these are short clips of flat-coloured frames.
@@ -32,15 +33,23 @@ class Recording:
 
 
 def record_episode(
-    act: Callable[[np.ndarray], np.ndarray], env_id: str, seed: int, video_format: str = "mp4", fps: int | None = None
+    act: Callable[[np.ndarray], np.ndarray],
+    env_id: str,
+    seed: int,
+    video_format: str = "mp4",
+    fps: int | None = None,
+    pipeline: Pipeline | None = None,
 ) -> Recording:
-    """Play one deterministic episode with `act` (batch of obs -> batch of actions), encoding every frame."""
+    """Play one deterministic episode with `act` (batch of obs -> batch of actions), encoding every frame. The
+    policy sees the env through its observation `pipeline`; the video shows the env's own frames (an Atari
+    game in colour at full size, not the 84 x 84 grey stack the policy reads)."""
     import imageio_ffmpeg
 
     codec, options, mime = FORMATS[video_format]
     started = time.perf_counter()
-    env = make_env(env_id, render_mode="rgb_array")
-    fps = fps or env.metadata.get("render_fps", 30)
+    env = make_env(env_id, pipeline, render_mode="rgb_array")
+    # an Atari agent step is 4 emulator frames: play the video at the game's own speed
+    fps = fps or env.metadata.get("render_fps", 30) // (4 if pipeline is not None and pipeline.wrapper == "atari" else 1)
     obs, _ = env.reset(seed=seed)
     frame = env.render()
     with tempfile.TemporaryDirectory() as folder:
@@ -58,7 +67,7 @@ def record_episode(
         writer.send(frame)
         total, steps, done = 0.0, 0, False
         while not done:
-            action = np.asarray(act(obs[None].astype(np.float32)))[0]
+            action = np.asarray(act(obs[None] if obs.dtype == np.uint8 else obs[None].astype(np.float32)))[0]
             obs, reward, terminated, truncated, _ = env.step(action if action.ndim else action.item())
             total += float(reward)
             steps += 1
@@ -71,7 +80,7 @@ def record_episode(
 
 
 def run_policy(run_dir: Path):
-    """(env id, act function) of a run's trained deterministic policy."""
+    """(env id, act function, observation pipeline) of a run's trained deterministic policy."""
     import torch
 
     from ..algos.base import deterministic_action
@@ -83,4 +92,4 @@ def run_policy(run_dir: Path):
         with torch.no_grad():
             return deterministic_action(policy, torch.as_tensor(obs)).numpy()
 
-    return spec.env, act
+    return spec.env, act, Pipeline.of(spec.config)

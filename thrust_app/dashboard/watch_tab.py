@@ -22,8 +22,8 @@ def watch_tab(runs: list[jobs.RunInfo]) -> None:
     video_format = st.radio("Video", ["mp4", "webm"], horizontal=True, key="watch-format")
     if st.button("Render episode", key="watch"):
         with st.spinner("Playing and encoding…"):
-            env_id, act = run_policy(info.path)
-            recording = record_episode(act, env_id, int(seed), video_format)
+            env_id, act, pipeline = run_policy(info.path)
+            recording = record_episode(act, env_id, int(seed), video_format, pipeline=pipeline)
             st.session_state.recording = (info.name, int(seed), recording)
     saved = st.session_state.get("recording")
     if saved and saved[0] == info.name:

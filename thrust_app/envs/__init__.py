@@ -6,7 +6,7 @@ Importing this package needs only the standard library; the gymnasium and array 
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .core import ALIASES, CORE_ENVS, Box, Discrete, UnknownEnvError, make_core, resolve_env_id, valid_names
 
@@ -14,23 +14,31 @@ from .core import ALIASES, CORE_ENVS, Box, Discrete, UnknownEnvError, make_core,
 #: policy trained on one runs on the other: where the player (Pyodide, Thrust's cores only) can run it.
 GYMNASIUM_TWINS = {"CartPole-v1": "thrust/CartPole-v0", "Pendulum-v1": "thrust/Pendulum-v0"}
 
+if TYPE_CHECKING:
+    from .pipeline import Pipeline
 
-def make_env(name: str, **kwargs: Any) -> Any:
-    """A gymnasium env: Thrust's by alias or id (`snake`, `thrust/Snake-v0`), else any gymnasium id.
+
+def make_env(name: str, pipeline: Pipeline | None = None, training: bool = False, **kwargs: Any) -> Any:
+    """A gymnasium env: Thrust's by alias or id (`snake`, `thrust/Snake-v0`), else any gymnasium id (Atari's
+    and MinAtar's registered on first use), inside `pipeline` (envs/pipeline.py; `training` adds its
+    training-only steps).
 
     Unknown names raise UnknownEnvError listing Thrust's envs.
     """
     import gymnasium as gym
 
     from .gym_adapter import register_envs
+    from .pipeline import Pipeline, register_on_demand
 
     register_envs()
     try:
         env_id = resolve_env_id(name)
     except UnknownEnvError:
         env_id = name
+    pipeline = pipeline or Pipeline()
     try:
-        return gym.make(env_id, **kwargs)
+        register_on_demand(env_id)
+        return pipeline.wrap(gym.make(env_id, **pipeline.make_kwargs(env_id), **kwargs), training)
     except gym.error.Error as err:
         if env_id in CORE_ENVS:
             raise
@@ -52,18 +60,19 @@ __all__ = [
 ]
 
 
-def env_spaces(name: str) -> tuple[Box, Discrete | Box]:
-    """An env's observation and action spaces in Thrust's form, without stepping it: Thrust's from
-    the core, a gymnasium env's from one instance made and closed. Spaces Thrust cannot train on
-    (a non-Box observation, say) raise ValueError naming them."""
-    try:
-        core = make_core(name)
-        return core.observation_space, core.action_space
-    except UnknownEnvError:
-        pass
+def env_spaces(name: str, pipeline: Pipeline | None = None) -> tuple[Box, Discrete | Box]:
+    """An env's observation and action spaces in Thrust's form (inside `pipeline`), without stepping it:
+    Thrust's from the core, a gymnasium env's from one instance made and closed. Spaces Thrust cannot
+    train on (a non-Box observation, say) raise ValueError naming them."""
+    if pipeline is None or (pipeline.wrapper == "none" and pipeline.frame_stack == 1):
+        try:
+            core = make_core(name)
+            return core.observation_space, core.action_space
+        except UnknownEnvError:
+            pass
     from .vec import from_gym_space
 
-    env = make_env(name)
+    env = make_env(name, pipeline)
     try:
         env_id = env.spec.id if env.spec is not None else name
         return (

@@ -9,9 +9,10 @@ which costs a few array ops but never a device-to-host sync.
 
 from __future__ import annotations
 
+import functools
 import math
 from abc import abstractmethod
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .arrays import BackendName, make_backend
 from .core import Box, Discrete, InvalidActionError, make_core
@@ -19,6 +20,9 @@ from .core import bandit as bandit_core
 from .core import cartpole as cp
 from .core import pendulum as pd
 from .vec import BatchStep, LoopVecEnv, VecEnv
+
+if TYPE_CHECKING:
+    from .pipeline import Pipeline
 
 
 def validate_actions(actions: Any, space: Discrete | Box, num_envs: int, backend: Any) -> None:
@@ -282,27 +286,39 @@ def make_batched(
     backend: BackendName = "numpy",
     device: str = "cpu",
     check_actions: bool = True,
+    pipeline: Pipeline | None = None,
+    vec_env: str = "sync",
     **env_kwargs: Any,
 ) -> VecEnv:
     """N copies of an env: Thrust's array-batched form where there is one, else a loop of gymnasium envs.
 
     `name` is a Thrust alias or id, or any gymnasium id. `env_kwargs` (e.g. Snake's `width`) go to
     each looped env. `check_actions=False` skips validating actions in array-batched envs (each check
-    is a device-to-host sync); trainers whose actions come from the action space use it.
+    is a device-to-host sync); trainers whose actions come from the action space use it. A `pipeline`
+    (envs/pipeline.py) wraps each looped env with its training steps; `vec_env="async"` steps the copies in
+    worker processes (envs/async_vec.py).
     """
     from . import make_env
     from .core import UnknownEnvError, resolve_env_id
+    from .pipeline import Pipeline
 
     try:
         env_id = resolve_env_id(name)
     except UnknownEnvError:
         env_id = name
-    if env_id in BATCHED_ENVS:
+    if env_id in BATCHED_ENVS and (pipeline is None or pipeline == Pipeline()):
+        if vec_env != "sync":
+            raise ValueError(f"{env_id} steps all its copies at once in arrays; vec_env {vec_env!r} is for gymnasium envs")
         if env_kwargs:
             raise TypeError(f"{env_id} takes no options, got {sorted(env_kwargs)}")
         return BATCHED_ENVS[env_id](num_envs, seed=seed, backend=backend, device=device, check_actions=check_actions)
     make_env(env_id, **env_kwargs).close()  # fail here, once, with a clear message for unknown names
-    return LoopVecEnv(lambda: make_env(env_id, **env_kwargs), num_envs, seed, backend, device)
+    make_copy = functools.partial(make_env, env_id, pipeline, True, **env_kwargs)
+    if vec_env == "async":
+        from .async_vec import AsyncVecEnv
+
+        return AsyncVecEnv(make_copy, num_envs, seed, backend, device)
+    return LoopVecEnv(make_copy, num_envs, seed, backend, device)
 
 
 __all__ = ["ArrayBatchedEnv", "BatchedBandit", "BatchedCartPole", "BatchedPendulum", "make_batched"]

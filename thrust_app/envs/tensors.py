@@ -20,6 +20,7 @@ class TensorStep(NamedTuple):
     final_obs: torch.Tensor
     episode_return: torch.Tensor
     episode_length: torch.Tensor
+    episode_end: torch.Tensor | None = None
 
 
 class EnvIO:
@@ -47,4 +48,4 @@ class EnvIO:
         else:
             actions = actions.to(env.backend.device)
         out: BatchStep = env.step(actions)
-        return TensorStep(*(self.tensor(x) for x in out))
+        return TensorStep(*(None if x is None else self.tensor(x) for x in out))

@@ -18,13 +18,21 @@ from .core import Box, Discrete
 class BatchStep(NamedTuple):
     """One step of every copy. Arrays have the vec env's backend type; the leading axis is the env."""
 
-    obs: Any  #: (N, *obs_shape) float32, already reset where an episode ended
+    obs: Any  #: (N, *obs_shape) in the space's dtype, already reset where an episode ended
     reward: Any  #: (N,) float32
     terminated: Any  #: (N,) bool
     truncated: Any  #: (N,) bool
-    final_obs: Any  #: (N, *obs_shape) float32, the observation each copy reached before any reset
-    episode_return: Any  #: (N,) float64, return of the episode that just ended (valid where done)
-    episode_length: Any  #: (N,) int64, length of the episode that just ended (valid where done)
+    final_obs: Any  #: (N, *obs_shape), the observation each copy reached before any reset
+    episode_return: Any  #: (N,) float64, the game's return of the episode that just ended (valid where ended)
+    episode_length: Any  #: (N,) int64, its length (valid where ended)
+    #: (N,) bool where a whole episode as the user scores it ended; None: wherever terminated or truncated. They
+    #: differ under training-only signals: an Atari life lost terminates for learning, the game goes on.
+    episode_end: Any = None
+
+
+def episode_ended(step: Any) -> Any:
+    """Where `step` (a BatchStep or its tensor form) ended a whole episode: where its returns are valid."""
+    return step.terminated | step.truncated if step.episode_end is None else step.episode_end
 
 
 class VecEnv(ABC):
@@ -80,7 +88,9 @@ def from_gym_space(space: Any, what: str, env_id: str) -> Box | Discrete:
     if isinstance(space, gym.spaces.Box):
         low = np.asarray(space.low, dtype=np.float64).ravel().tolist()
         high = np.asarray(space.high, dtype=np.float64).ravel().tolist()
-        return Box(low=tuple(low), high=tuple(high), shape=tuple(int(d) for d in space.shape))
+        # byte images (C x H x W) stay bytes: a quarter of the memory, scaled inside the CNN; the rest is float32
+        dtype = "uint8" if space.dtype == np.uint8 and what == "observation" and len(space.shape) == 3 else "float32"
+        return Box(low=tuple(low), high=tuple(high), shape=tuple(int(d) for d in space.shape), dtype=dtype)
     raise ValueError(
         f"{env_id}: Thrust trains on a Box observation space and a Discrete or Box action space; "
         f"this env's {what} space is {space}"
@@ -92,7 +102,9 @@ class LoopVecEnv(VecEnv):
 
     Serves any gymnasium env with Box observations, and Thrust's Snake (whose growing body does not
     fit fixed-size arrays). Copy i is reset with `seed + i` first, so it replays what a single env
-    with that seed would do; later resets continue each env's own generator.
+    with that seed would do; later resets continue each env's own generator. An env that reports its
+    episodes the gymnasium way (`info["episode"]`, RecordEpisodeStatistics) is scored by that report,
+    so a training-only signal (Atari's life loss, reward sign) does not change the returns it logs.
     """
 
     def __init__(
@@ -107,19 +119,33 @@ class LoopVecEnv(VecEnv):
             raise ValueError(f"num_envs must be >= 1, got {num_envs}")
         self.envs = [make_env() for _ in range(num_envs)]
         first = self.envs[0]
+        self.describe(first, num_envs, backend, seed, device)
+        self.reports_episodes = reports_episodes(first)
+        self._returns = [0.0] * num_envs
+        self._lengths = [0] * num_envs
+
+    def describe(self, first: Any, num_envs: int, backend: BackendName, seed: int | None, device: str) -> None:
+        """Id, spaces and backend from one of the copies."""
         self.env_id = first.spec.id if first.spec is not None else type(first.unwrapped).__name__
         self.num_envs = num_envs
         self.observation_space = from_gym_space(first.observation_space, "observation", self.env_id)
         self.action_space = from_gym_space(first.action_space, "action", self.env_id)
         self.backend = make_backend(backend, seed, device)
         self._seed = seed
-        self._returns = [0.0] * num_envs
-        self._lengths = [0] * num_envs
 
     def _stack(self, rows: list[Any]) -> Any:
         import numpy as np
 
-        return self.backend.asarray(np.stack(rows).astype(np.float32, copy=False))
+        return self.backend.asarray(np.stack(rows).astype(self.observation_space.dtype, copy=False))
+
+    def env_actions(self, actions: Any) -> Any:
+        """The actions as a numpy array the envs take, one per env."""
+        import numpy as np
+
+        actions = actions.cpu().numpy() if hasattr(actions, "cpu") else np.asarray(actions)
+        if len(actions) != self.num_envs:
+            raise ValueError(f"expected {self.num_envs} actions (one per env), got {len(actions)}")
+        return actions.astype(np.float32, copy=False) if isinstance(self.action_space, Box) else actions
 
     def reset(self, seed: int | None = None) -> Any:
         seed = self._seed if seed is None else seed
@@ -129,39 +155,58 @@ class LoopVecEnv(VecEnv):
         return self._stack([env.reset(seed=None if seed is None else seed + i)[0] for i, env in enumerate(self.envs)])
 
     def step(self, actions: Any) -> BatchStep:
-        import numpy as np
-
-        actions = actions.cpu().numpy() if hasattr(actions, "cpu") else np.asarray(actions)
-        if len(actions) != self.num_envs:
-            raise ValueError(f"expected {self.num_envs} actions (one per env), got {len(actions)}")
-        if isinstance(self.action_space, Box):
-            actions = actions.astype(np.float32, copy=False)
-        obs, final, rewards, terms, truncs, returns, lengths = [], [], [], [], [], [], []
+        actions = self.env_actions(actions)
+        continuous = isinstance(self.action_space, Box)
+        rows = []
         for i, (env, action) in enumerate(zip(self.envs, actions, strict=True)):
-            o, r, term, trunc, _ = env.step(action if isinstance(self.action_space, Box) else int(action))
-            self._returns[i] += float(r)
-            self._lengths[i] += 1
-            returns.append(self._returns[i])
-            lengths.append(self._lengths[i])
-            final.append(o)
+            o, r, term, trunc, info = env.step(action if continuous else int(action))
+            final = o
             if term or trunc:
                 o, _ = env.reset()
-                self._returns[i], self._lengths[i] = 0.0, 0
-            obs.append(o)
-            rewards.append(r)
-            terms.append(term)
-            truncs.append(trunc)
+            rows.append((o, final, r, term, trunc, *self.score(i, r, term or trunc, info)))
+        return self.batch(rows)
+
+    def score(self, i: int, reward: float, done: bool, info: dict) -> tuple[float, int, bool]:
+        """Env i's return and length after a step, and whether a whole episode ended there: the env's own
+        report where it makes one, else counted here."""
+        self._returns[i] += float(reward)
+        self._lengths[i] += 1
+        figures = (self._returns[i], self._lengths[i], done)
+        if self.reports_episodes:
+            episode = info.get("episode")
+            figures = (float(episode["r"]), int(episode["l"]), True) if episode is not None else (0.0, 0, False)
+        if done:
+            self._returns[i], self._lengths[i] = 0.0, 0
+        return figures
+
+    def batch(self, rows: list[tuple]) -> BatchStep:
+        """One BatchStep from per-env (obs, final obs, reward, terminated, truncated, return, length, ended)."""
+        import numpy as np
+
+        obs, final, rewards, terms, truncs, returns, lengths, ended = zip(*rows, strict=True)
         asarray = self.backend.asarray
         return BatchStep(
-            obs=self._stack(obs),
+            obs=self._stack(list(obs)),
             reward=asarray(np.asarray(rewards, dtype=np.float32)),
             terminated=asarray(np.asarray(terms, dtype=bool)),
             truncated=asarray(np.asarray(truncs, dtype=bool)),
-            final_obs=self._stack(final),
+            final_obs=self._stack(list(final)),
             episode_return=asarray(np.asarray(returns, dtype=np.float64)),
             episode_length=asarray(np.asarray(lengths, dtype=np.int64)),
+            episode_end=asarray(np.asarray(ended, dtype=bool)),
         )
 
     def close(self) -> None:
         for env in self.envs:
             env.close()
+
+
+def reports_episodes(env: Any) -> bool:
+    """True when gymnasium's RecordEpisodeStatistics sits somewhere in `env`'s wrappers."""
+    import gymnasium as gym
+
+    while isinstance(env, gym.Wrapper):
+        if isinstance(env, gym.wrappers.RecordEpisodeStatistics):
+            return True
+        env = env.env
+    return False

@@ -81,6 +81,13 @@ class Bundle:
     def action_output(self) -> str:
         return self.manifest["action_output"]
 
+    @property
+    def pipeline(self) -> Any:
+        """The observation pipeline the policy was trained in (envs/pipeline.py): evaluations make the env in it."""
+        from ..envs.pipeline import Pipeline
+
+        return Pipeline.of(self.manifest["observation"].get("pipeline"))
+
 
 def load_bundle(path: str | Path) -> Bundle:
     """Open a bundle folder (or its manifest.json / policy.onnx); any inconsistency is a BundleError."""
@@ -166,9 +173,11 @@ class OnnxPolicy:
                 f"{bundle.env_id} gives {obs_shape}: the model does not fit the env"
             )
         self.output_names = [o.name for o in self.session.get_outputs()]
+        #: The input's dtype: float32, or uint8 for byte frames (scaled inside the graph).
+        self.obs_dtype = np.uint8 if inputs[0].type == "tensor(uint8)" else np.float32
 
     def run(self, obs: np.ndarray) -> dict[str, np.ndarray]:
-        obs = np.ascontiguousarray(obs, dtype=np.float32)
+        obs = np.ascontiguousarray(obs, dtype=self.obs_dtype)
         if self.one_at_a_time and obs.shape[0] != 1:
             rows = [self.run(obs[index : index + 1]) for index in range(obs.shape[0])]
             return {name: np.concatenate([row[name] for row in rows]) for name in self.output_names}
@@ -183,7 +192,7 @@ def check_bundle_fits_env(bundle: Bundle) -> None:
     """The manifest's observation and action spaces must be the env's own."""
     from ..envs import env_spaces
 
-    obs_space, action_space = env_spaces(bundle.env_id)
+    obs_space, action_space = env_spaces(bundle.env_id, bundle.pipeline)
     obs_shape = list(obs_space.shape)
     if obs_shape != list(bundle.manifest["observation"]["shape"]):
         raise BundleError(

@@ -26,6 +26,7 @@ from ..algos.base import deterministic_action
 from ..envs import env_spaces
 from ..envs.batched import make_batched
 from ..envs.core import Discrete
+from ..envs.pipeline import Pipeline
 from ..nets.obs_normalizer import NormalizedPolicy, ObsNormalizer
 from ..nets.policies import ActorCritic
 from ..runs.files import CONFIG_FILE, SUMMARY_FILE, RunDirError, read_json
@@ -107,8 +108,10 @@ def output_specs(algo: str, action_space: Any) -> list[dict[str, Any]]:
     ]
 
 
-def export_onnx(graph: PolicyGraph, obs_shape: tuple[int, ...], outputs: list[dict[str, Any]], path: Path) -> None:
-    example = torch.zeros((2, *obs_shape), dtype=torch.float32)
+def export_onnx(
+    graph: PolicyGraph, obs_shape: tuple[int, ...], outputs: list[dict[str, Any]], path: Path, obs_dtype: str = "float32"
+) -> None:
+    example = torch.zeros((2, *obs_shape), dtype=getattr(torch, obs_dtype))  # uint8 frames: the graph scales them
     # The exporter narrates its passes on stdout and warns about torchvision ops no policy uses.
     registration_log = logging.getLogger("torch.onnx._internal.exporter._registration")
     level = registration_log.level
@@ -129,7 +132,9 @@ def export_onnx(graph: PolicyGraph, obs_shape: tuple[int, ...], outputs: list[di
 
 def random_observations(space: Any, rng: np.random.Generator, n: int) -> np.ndarray:
     """`n` observations uniform within a Box space (N(0, 1) where it is unbounded; sparse 0/1 grids for
-    an image of 0/1 cells), float32."""
+    an image of 0/1 cells; any byte for uint8 frames), in the space's dtype."""
+    if space.dtype == "uint8":
+        return rng.integers(0, 256, (n, *space.shape), dtype=np.uint8)
     low = np.asarray(space.low, dtype=np.float64).reshape(space.shape)
     high = np.asarray(space.high, dtype=np.float64).reshape(space.shape)
     finite = np.isfinite(low) & np.isfinite(high) & (high - low < 1e6)
@@ -141,10 +146,10 @@ def random_observations(space: Any, rng: np.random.Generator, n: int) -> np.ndar
 
 
 def sample_observations(
-    env_id: str, policy: nn.Module, rng: np.random.Generator, n_env_steps: int = 256
+    env_id: str, policy: nn.Module, rng: np.random.Generator, n_env_steps: int = 256, pipeline: Pipeline | None = None
 ) -> dict[str, np.ndarray]:
     """Random observations (within the space, or N(0, 1) where it is unbounded) and real ones from rollouts."""
-    env = make_batched(env_id, 8, seed=int(rng.integers(2**31)))
+    env = make_batched(env_id, 8, seed=int(rng.integers(2**31)), pipeline=pipeline)
     random_obs = random_observations(env.observation_space, rng, LARGE_BATCH)
     obs = env.reset()
     seen = []
@@ -154,7 +159,7 @@ def sample_observations(
             action = deterministic_action(policy, torch.as_tensor(obs)).numpy()
         obs = env.step(action).obs
     env.close()
-    return {"random": random_obs, "env": np.concatenate(seen).astype(np.float32)}
+    return {"random": random_obs, "env": np.concatenate(seen)}
 
 
 def check_parity(
@@ -215,10 +220,19 @@ def action_space_spec(action_space: Any) -> dict[str, Any]:
 
 
 def base_manifest(
-    env_id: str, algo: str, obs_shape: tuple[int, ...], action_space: Any, outputs: list[dict[str, Any]], model_path: Path
+    env_id: str,
+    algo: str,
+    obs_shape: tuple[int, ...],
+    action_space: Any,
+    outputs: list[dict[str, Any]],
+    model_path: Path,
+    obs_dtype: str = "float32",
+    pipeline: Pipeline | None = None,
 ) -> dict[str, Any]:
     """The manifest fields every bundle has, exported or imported (parity is added once it is checked)."""
     model = check_model_file(model_path)
+    pipeline = pipeline or Pipeline()
+    made = "the env's raw observations" if pipeline == Pipeline() else f"observations of the env inside {pipeline.describe()}"
     return {
         "format": BUNDLE_FORMAT,
         "version": BUNDLE_VERSION,
@@ -226,11 +240,12 @@ def base_manifest(
         "algo": algo,
         "observation": {
             "shape": list(obs_shape),
-            "dtype": "float32",
-            "preprocessing": "none: feed the env's raw float32 observations, batch first",
+            "dtype": obs_dtype,
+            "preprocessing": f"feed {made} ({obs_dtype}), batch first",
+            "pipeline": {"env_wrapper": pipeline.wrapper, "frame_stack": pipeline.frame_stack},
         },
         "action_space": action_space_spec(action_space),
-        "inputs": [{"name": "obs", "dtype": "float32", "shape": ["batch", *obs_shape], "meaning": "a batch of observations"}],
+        "inputs": [{"name": "obs", "dtype": obs_dtype, "shape": ["batch", *obs_shape], "meaning": "a batch of observations"}],
         "outputs": outputs,
         "action_output": "action",
         "onnx": {
@@ -271,20 +286,24 @@ def write_bundle(
     force: bool = False,
     seed: int = 0,
     extra_check: Callable[[dict[str, np.ndarray]], dict[str, Any]] | None = None,
+    pipeline: Pipeline | None = None,
 ) -> Bundle:
     """Export `policy` (anything with Thrust's `act(obs)`) for `env_id` as a bundle in `out_dir`: ONNX
     file, manifest (the base fields, then `fields`), parity against `policy` on random and real
     observations, plus `extra_check`'s report on the same observations where given. The folder
-    appears whole or not at all: it is built in a temporary folder and renamed into place."""
-    obs_space, action_space = env_spaces(env_id)
+    appears whole or not at all: it is built in a temporary folder and renamed into place. `pipeline` is the
+    observation pipeline the policy reads the env through (recorded in the manifest)."""
+    obs_space, action_space = env_spaces(env_id, pipeline)
     obs_shape = tuple(obs_space.shape)
     outputs = output_specs(algo, action_space)
     discrete = isinstance(action_space, Discrete)
     with staged_folder(out_dir) as staging:
         model_path = staging / MODEL_FILE
-        export_onnx(PolicyGraph(exported_module(policy), discrete).eval(), obs_shape, outputs, model_path)
-        manifest = {**base_manifest(env_id, algo, obs_shape, action_space, outputs, model_path), **fields}
-        samples = sample_observations(env_id, policy, np.random.default_rng(seed))
+        graph = PolicyGraph(exported_module(policy), discrete).eval()
+        export_onnx(graph, obs_shape, outputs, model_path, obs_space.dtype)
+        base = base_manifest(env_id, algo, obs_shape, action_space, outputs, model_path, obs_space.dtype, pipeline)
+        manifest = {**base, **fields}
+        samples = sample_observations(env_id, policy, np.random.default_rng(seed), pipeline=pipeline)
         manifest["parity"] = check_parity(PolicyGraph(policy, discrete).eval(), model_path, manifest, samples)
         if extra_check is not None:
             manifest["parity"].update(extra_check(samples))
@@ -301,7 +320,10 @@ def export_run(
     spec = load_spec(run_dir)
     _, policy = load_policy(run_dir, "cpu")
     out_dir = Path(out) if out is not None else Path(export_root or export_dir()) / run_dir.resolve().name
-    return write_bundle(policy, spec.env, spec.algo, out_dir, run_fields(spec, run_dir, out_dir), force=force, seed=spec.seed)
+    fields = run_fields(spec, run_dir, out_dir)
+    return write_bundle(
+        policy, spec.env, spec.algo, out_dir, fields, force=force, seed=spec.seed, pipeline=Pipeline.of(spec.config)
+    )
 
 
 def move_into_place(staging: Path, out_dir: Path, manifest: dict[str, Any], force: bool) -> None:

@@ -1,7 +1,9 @@
 """The networks every algorithm builds from: MLP and CNN encoders, actor-critic, Q-nets, SAC's actor.
 
-An image observation (3 dims, such as Snake's C x H x W) gets a small CNN; anything else is
-flattened into an MLP. Every network offers `act(obs)`, the deterministic policy used for
+An image observation (3 dims, C x H x W) gets a CNN: SB3's NatureCNN for frames of 36 x 36 and more
+(Atari's 84 x 84), a small one for boards (Snake, MinAtar: 10 x 10); anything else is flattened into
+an MLP. Byte images (uint8) are scaled to [0, 1] inside the CNN, so buffers and exported policies keep
+bytes. Every network offers `act(obs)`, the deterministic policy used for
 evaluation and ONNX export: discrete policies return (logits or Q-values, action), continuous ones
 the action already inside the env's bounds.
 """
@@ -36,6 +38,36 @@ def mlp(sizes: Sequence[int], activation: str, last_activation: bool = True) -> 
     return nn.Sequential(*layers)
 
 
+def as_float(obs: torch.Tensor) -> torch.Tensor:
+    """An image batch as floats: bytes (0..255) scaled to [0, 1] (SB3's preprocess_obs), floats as they are."""
+    return obs.float() / 255.0 if obs.dtype == torch.uint8 else obs
+
+
+class NatureCNN(nn.Module):
+    """The DQN paper's encoder (Mnih et al., 2015), SB3's NatureCNN: 32 8x8 filters stride 4, 64 4x4 stride 2,
+    64 3x3 stride 1, then 512 features; for frames of at least 36 x 36 (84 x 84 Atari frames: 7 x 7 maps)."""
+
+    def __init__(self, obs_shape: Sequence[int], features: int = 512) -> None:
+        super().__init__()
+        channels, height, width = obs_shape
+        self.convs = nn.Sequential(
+            nn.Conv2d(channels, 32, 8, stride=4),
+            nn.ReLU(),
+            nn.Conv2d(32, 64, 4, stride=2),
+            nn.ReLU(),
+            nn.Conv2d(64, 64, 3, stride=1),
+            nn.ReLU(),
+            nn.Flatten(),
+        )
+        with torch.no_grad():
+            n_flat = self.convs(torch.zeros(1, channels, height, width)).shape[1]
+        self.linear = nn.Sequential(nn.Linear(n_flat, features), nn.ReLU())
+        self.out_dim = features
+
+    def forward(self, obs: torch.Tensor) -> torch.Tensor:
+        return self.linear(self.convs(as_float(obs)))
+
+
 class CNNEncoder(nn.Module):
     """Two 3x3 conv layers that keep the grid size, then a linear layer: enough for a 10x10 board,
     and small enough (about 0.4M parameters) that a CPU trains it at thousands of steps per second."""
@@ -55,7 +87,18 @@ class CNNEncoder(nn.Module):
         self.out_dim = features
 
     def forward(self, obs: torch.Tensor) -> torch.Tensor:
-        return self.net(obs)
+        return self.net(as_float(obs))
+
+
+#: Frames from this size up get NatureCNN (its three strided convolutions need at least 36 x 36).
+NATURE_CNN_MIN_SIZE = 36
+
+
+def image_encoder(obs_shape: Sequence[int]) -> nn.Module:
+    """NatureCNN for frames (Atari's), the small CNN for boards (Snake's, MinAtar's)."""
+    if min(obs_shape[1:]) >= NATURE_CNN_MIN_SIZE:
+        return NatureCNN(obs_shape)
+    return CNNEncoder(obs_shape)
 
 
 class MLPEncoder(nn.Module):
@@ -69,7 +112,7 @@ class MLPEncoder(nn.Module):
 
 
 def make_encoder(obs_shape: Sequence[int], hidden: Sequence[int], activation: str) -> nn.Module:
-    return CNNEncoder(obs_shape) if is_image(obs_shape) else MLPEncoder(obs_shape, hidden, activation)
+    return image_encoder(obs_shape) if is_image(obs_shape) else MLPEncoder(obs_shape, hidden, activation)
 
 
 def orthogonal_init(module: nn.Module, gain: float) -> None:
@@ -197,7 +240,7 @@ class ActorCritic(BoundsMixin, FlatParameters):
         self.uses_cnn = is_image(obs_shape)
         self.activation = activation
         if self.uses_cnn:
-            self.encoder = CNNEncoder(obs_shape)
+            self.encoder = image_encoder(obs_shape)
             features = self.encoder.out_dim
         else:
             self.towers = TwinTowers(math.prod(obs_shape), hidden, activation)

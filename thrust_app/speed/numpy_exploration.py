@@ -21,7 +21,7 @@ from ..algos.dqn import DQN, uniform_action
 from ..algos.off_policy import OffPolicyAlgorithm
 from ..algos.sac import SAC
 from ..envs.tensors import EnvIO
-from ..envs.vec import VecEnv
+from ..envs.vec import VecEnv, episode_ended
 from .numpy_acting import FastEpsilonGreedy, FastSquashedGaussian
 
 #: The behaviour policy in numpy, called as `explorer(obs, *draws)` with one step's draws.
@@ -79,9 +79,10 @@ class NumpyExploration:
             step = env.step(action)
             algo.buffer.add_arrays(obs_array, action, step.reward, step.final_obs, step.terminated)
             done = step.terminated | step.truncated
-            if done.any():
-                returns += step.episode_return[done].tolist()
-                lengths += step.episode_length[done].tolist()
+            ended = episode_ended(step)
+            if ended.any():
+                returns += step.episode_return[ended].tolist()
+                lengths += step.episode_length[ended].tolist()
             obs_array = step.obs
             algo.num_timesteps += n
             algo.after_env_step(done)

@@ -15,7 +15,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from ..algos.rollout import RECORDED, Rollout, make_rollout, record_step
+from ..algos.rollout import RECORDED, Rollout, make_rollout, record_step, stacked
 from ..envs.vec import VecEnv
 from ..nets.policies import ActorCritic
 from .numpy_acting import FastActorCritic
@@ -45,5 +45,5 @@ def collect_rollout_fast(
             reward = reward + (step.truncated & ~step.terminated) * (gamma * actor.value(step.final_obs))
         record_step(recorded, (obs_array, action, log_prob, value, reward), step)
         obs_array = step.obs
-    steps = {key: torch.from_numpy(np.stack(items)) for key, items in recorded.items()}
+    steps = stacked(recorded, lambda items: torch.from_numpy(np.stack(items)))
     return make_rollout(steps, torch.from_numpy(actor.value(obs_array))), torch.from_numpy(obs_array)

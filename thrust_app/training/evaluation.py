@@ -1,6 +1,6 @@
 """Deterministic evaluation: K episodes on their own env instances, seeds `seed .. seed+K-1`.
 
-The policy is any function from a batch of observations (numpy, float32) to a batch of actions,
+The policy is any function from a batch of observations (numpy: float32, or uint8 frames) to a batch of actions,
 so the same code evaluates a torch policy and (without importing torch) an ONNX one.
 """
 
@@ -13,6 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..envs import make_env
+from ..envs.pipeline import Pipeline
 
 
 @dataclass
@@ -33,17 +34,25 @@ class EvalResult:
 
 
 def evaluate(
-    act: Callable[[np.ndarray], np.ndarray], env_id: str, episodes: int = 10, seed: int = 0, env_kwargs: dict | None = None
+    act: Callable[[np.ndarray], np.ndarray],
+    env_id: str,
+    episodes: int = 10,
+    seed: int = 0,
+    env_kwargs: dict | None = None,
+    pipeline: Pipeline | None = None,
 ) -> EvalResult:
-    """Run `episodes` episodes side by side, one env each, stepping all unfinished ones per policy call."""
+    """Run `episodes` episodes side by side, one env each, stepping all unfinished ones per policy call. The
+    envs are made inside the run's observation `pipeline`, without its training-only steps: returns are
+    the game's."""
     if episodes < 1:
         raise ValueError(f"episodes must be >= 1, got {episodes}")
-    envs = [make_env(env_id, **(env_kwargs or {})) for _ in range(episodes)]
+    envs = [make_env(env_id, pipeline, **(env_kwargs or {})) for _ in range(episodes)]
     obs = [env.reset(seed=seed + i)[0] for i, env in enumerate(envs)]
     returns, lengths = [0.0] * episodes, [0] * episodes
     live = list(range(episodes))
     while live:
-        actions = np.asarray(act(np.stack([obs[i] for i in live]).astype(np.float32)))
+        batch = np.stack([obs[i] for i in live])
+        actions = np.asarray(act(batch if batch.dtype == np.uint8 else batch.astype(np.float32)))
         still = []
         for i, action in zip(live, actions, strict=True):
             obs[i], reward, terminated, truncated, _ = envs[i].step(action if action.ndim else action.item())

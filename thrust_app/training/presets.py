@@ -319,11 +319,72 @@ _add(
 )
 
 
+# Atari: the zoo's `atari` entries, which the zoo applies to every game ale-py registers (ALE/Breakout-v5,
+# BreakoutNoFrameskip-v4, ...). env_wrapper "atari" is the zoo's AtariWrapper (envs/pipeline.py).
+_ATARI_PIPELINE = {"env_wrapper": "atari", "frame_stack": 4}
+_ZOO_ATARI = "rl-baselines3-zoo hyperparams/{algo}.yml, atari"
+_FAMILY_PRESETS: dict[tuple[str, str], Preset] = {
+    ("ppo", "atari"): Preset(
+        10_000_000,
+        _ATARI_PIPELINE
+        | {"n_envs": 8, "n_steps": 128, "n_epochs": 4, "batch_size": 256, "learning_rate": 2.5e-4, "lr_schedule": "linear"}
+        | {"clip_range": 0.1, "clip_schedule": "linear", "vf_coef": 0.5, "ent_coef": 0.01},
+        _ZOO_ATARI.format(algo="ppo"),
+    ),
+    ("a2c", "atari"): Preset(
+        10_000_000,
+        _ATARI_PIPELINE | {"n_envs": 16, "ent_coef": 0.01, "vf_coef": 0.25, "rms_prop_eps": 1e-5},
+        _ZOO_ATARI.format(algo="a2c") + " (its RMSpropTFLike optimizer as torch's RMSprop with the same eps)",
+    ),
+    ("dqn", "atari"): Preset(
+        10_000_000,
+        _ATARI_PIPELINE
+        | {"buffer_size": 100_000, "learning_rate": 1e-4, "batch_size": 32, "learning_starts": 100_000}
+        | {"target_update_interval": 1_000, "train_freq": 4, "gradient_steps": 1}
+        | {"exploration_fraction": 0.1, "exploration_final_eps": 0.01},
+        _ZOO_ATARI.format(algo="dqn") + " (frames shared in the replay buffer: the same samples in 1/8 of the memory)",
+    ),
+    # MinAtar (10 x 10 boards, the zoo has no entry): PPO with the zoo's Atari values, as for Snake; DQN with the
+    # MinAtar paper's (Young & Tian, 2019: replay 100k, start 5,000, target every 1,000, epsilon 1 -> 0.1 over
+    # the first 100k of 5M frames, lr 2.5e-4; Adam here where the paper uses RMSprop).
+    ("ppo", "minatar"): Preset(
+        5_000_000,
+        {"env_wrapper": "minatar"}
+        | {"n_envs": 8, "n_steps": 128, "n_epochs": 4, "batch_size": 256, "learning_rate": 2.5e-4, "lr_schedule": "linear"}
+        | {"clip_range": 0.1, "clip_schedule": "linear", "vf_coef": 0.5, "ent_coef": 0.01, "activation": "relu"},
+        _ZOO_ATARI.format(algo="ppo") + ", on MinAtar's 10x10 frames (the zoo has no MinAtar entry)",
+    ),
+    ("dqn", "minatar"): Preset(
+        5_000_000,
+        {"env_wrapper": "minatar", "buffer_size": 100_000, "learning_starts": 5_000, "batch_size": 32, "train_freq": 1}
+        | {"target_update_interval": 1_000, "learning_rate": 2.5e-4}
+        | {"exploration_fraction": 0.02, "exploration_final_eps": 0.1},
+        "the MinAtar paper's DQN (Young & Tian, 2019), with Adam for its RMSprop",
+    ),
+}
+#: An id per family that the preset tests and benches train.
+FAMILY_EXAMPLES = {"atari": "ALE/Breakout-v5", "minatar": "MinAtar/Breakout-v1"}
+
+
+def env_family(env_id: str) -> str | None:
+    """ "atari" for a game ale-py registers, "minatar" for MinAtar's ids, else None."""
+    if env_id.startswith("MinAtar/"):
+        return "minatar"
+    if env_id.startswith("thrust/") or env_id in {e for _, e in _PRESETS}:
+        return None
+    from ..envs.pipeline import is_atari
+
+    return "atari" if is_atari(env_id) else None
+
+
 def get_preset(algo: str, env_id: str, name: str = DEFAULT_PRESET) -> Preset:
-    """The preset of this name for this pair; the default one falls back to the algorithm's defaults
-    with DEFAULT_TIMESTEPS."""
+    """The preset of this name for this pair; the default one falls back to the env family's (Atari's, MinAtar's),
+    then to the algorithm's defaults with DEFAULT_TIMESTEPS."""
     if name == DEFAULT_PRESET:
-        return _PRESETS.get((algo, env_id), Preset(DEFAULT_TIMESTEPS))
+        if (algo, env_id) in _PRESETS:
+            return _PRESETS[(algo, env_id)]
+        family = env_family(env_id)
+        return _FAMILY_PRESETS.get((algo, family), Preset(DEFAULT_TIMESTEPS)) if family else Preset(DEFAULT_TIMESTEPS)
     if (algo, env_id, name) not in _NAMED:
         raise ConfigError(f"no preset {name!r} for {algo} on {env_id}; its presets: {', '.join(preset_names(algo, env_id))}")
     return _NAMED[(algo, env_id, name)]
@@ -337,4 +398,5 @@ def preset_names(algo: str, env_id: str) -> list[str]:
 def all_presets() -> list[tuple[str, str, str, Preset]]:
     """Every preset Thrust ships: (algo, env id, preset name, preset)."""
     named = [(algo, env_id, name, preset) for (algo, env_id, name), preset in _NAMED.items()]
-    return [(algo, env_id, DEFAULT_PRESET, preset) for (algo, env_id), preset in _PRESETS.items()] + named
+    families = [(algo, FAMILY_EXAMPLES[family], DEFAULT_PRESET, preset) for (algo, family), preset in _FAMILY_PRESETS.items()]
+    return [(algo, env_id, DEFAULT_PRESET, preset) for (algo, env_id), preset in _PRESETS.items()] + families + named

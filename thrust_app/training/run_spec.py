@@ -14,6 +14,7 @@ from ..config import ConfigError, apply_overrides
 from ..envs import env_spaces, make_env
 from ..envs.batched import BATCHED_ENVS
 from ..envs.core import UnknownEnvError, resolve_env_id
+from ..envs.pipeline import Pipeline
 from ..runs.files import CONFIG_FILE, RunDirError, read_json
 from .presets import Preset, get_preset
 
@@ -102,13 +103,13 @@ def solve_threshold(env_id: str) -> float | None:
     return spec.reward_threshold if spec is not None else None
 
 
-def check_env_fits(algo_cls: type[Algorithm], env_id: str, env_backend: str) -> None:
+def check_env_fits(algo_cls: type[Algorithm], env_id: str, env_backend: str, pipeline: Pipeline) -> None:
     """The algorithm can act in the env's spaces, and the env backend can step it."""
-    _, action_space = env_spaces(env_id)  # a non-Box observation space raises here, naming it
+    _, action_space = env_spaces(env_id, pipeline)  # a non-Box observation space raises here, naming it
     algo_cls.check_fits(action_space, env_id)
     if env_backend not in ("numpy", "torch"):
         raise ConfigError(f"env_backend must be 'numpy' or 'torch', got {env_backend!r}")
-    if env_backend == "torch" and env_id not in BATCHED_ENVS:
+    if env_backend == "torch" and (env_id not in BATCHED_ENVS or pipeline != Pipeline()):
         raise ConfigError(
             f"env_backend 'torch' needs an array-batched env ({', '.join(BATCHED_ENVS)}); "
             f"{env_id} steps in a Python loop, so use 'numpy'"
@@ -143,16 +144,23 @@ def make_spec(
     env_id = resolve_env_name(env)
     chosen = get_preset(algo_cls.name, env_id, preset)
     env_backend = chosen.env_backend if env_backend is None else env_backend
-    check_env_fits(algo_cls, env_id, env_backend)
     start = dataclasses.asdict(apply_overrides(algo_cls.Config(), chosen.config, algo_cls.name))
     checked = apply_overrides(algo_cls.Config(**start), overrides, algo_cls.name)
+    pipeline = Pipeline.of(checked)
+    check_env_fits(algo_cls, env_id, env_backend, pipeline)
+    if checked.vec_env != "sync" and env_id in BATCHED_ENVS and pipeline == Pipeline():
+        raise ConfigError(
+            f"vec_env={checked.vec_env}: {env_id} already steps all its copies at once in arrays; drop vec_env "
+            "(worker processes are for gymnasium envs whose step is slow)"
+        )
     config = dataclasses.asdict(checked)
     user = {key: value for key, value in config.items() if value != start[key]}
     timesteps = chosen.timesteps if timesteps is None else int(timesteps)
     eval_every = chosen.eval_every if eval_every is None else eval_every
     stop_at_return = chosen.stop_at_return if stop_at_return is None else stop_at_return
     check_counts(timesteps=timesteps, eval_episodes=eval_episodes, eval_every=eval_every, checkpoint_every=checkpoint_every)
-    checked.check_fits(timesteps, math.prod(env_spaces(env_id)[0].shape))
+    obs_space = env_spaces(env_id, pipeline)[0]
+    checked.check_fits(timesteps, math.prod(obs_space.shape) * (1 if obs_space.dtype == "uint8" else 4))
     return RunSpec(
         algo=algo_cls.name,
         env=env_id,

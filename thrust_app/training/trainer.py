@@ -27,6 +27,7 @@ from .. import __version__
 from ..algos import build_algorithm
 from ..algos.base import Algorithm, deterministic_action
 from ..envs.batched import make_batched
+from ..envs.pipeline import Pipeline
 from ..envs.tensors import EnvIO
 from ..runs.files import (
     CONFIG_FILE,
@@ -122,6 +123,8 @@ class Trainer:
             backend=spec.env_backend,
             device=env_device(spec.env_backend, device),
             check_actions=False,
+            pipeline=Pipeline.of(self.algo.config),
+            vec_env=self.algo.config.vec_env,
         )
         if self.algo.config.normalize:
             self.env = normalized(self.env, self.algo.config)
@@ -199,7 +202,8 @@ class Trainer:
         (or, without one, the env's solve threshold)."""
         with self.logger.clock.timing(training=False):
             act = self.act if self.device.type == "cpu" else host_act(evaluated_policy(self.algo, self.env))
-            result = evaluate(act, self.spec.env, self.spec.eval_episodes, self.spec.seed + EVAL_SEED_OFFSET)
+            pipeline = Pipeline.of(self.algo.config)
+            result = evaluate(act, self.spec.env, self.spec.eval_episodes, self.spec.seed + EVAL_SEED_OFFSET, None, pipeline)
         self.logger.write_eval(result, self.step)
         return self.logger.threshold is not None and result.mean >= self.logger.threshold
 

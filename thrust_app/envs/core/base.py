@@ -57,11 +57,13 @@ class Discrete:
 
 @dataclass(frozen=True)
 class Box:
-    """A box of floats: flat `low`/`high` bounds (row-major) and the array `shape` they fill."""
+    """A box of numbers: flat `low`/`high` bounds (row-major), the array `shape` they fill, and the dtype
+    arrays of it have ("float32"; "uint8" for image frames, which are stored and exported as bytes)."""
 
     low: tuple[float, ...]
     high: tuple[float, ...]
     shape: tuple[int, ...]
+    dtype: str = "float32"
 
     @property
     def size(self) -> int:

@@ -1,0 +1,74 @@
+"""Env copies in worker processes: gymnasium's AsyncVectorEnv behind Thrust's VecEnv interface.
+
+For envs whose step costs more than passing its arrays between processes (Atari, MuJoCo, a user's own
+slow simulator): the copies step in parallel, one process each. Same-step auto-reset and `final_obs`
+as the in-process loop (`LoopVecEnv`), and the same seeds: copy i starts with `seed + i`, so both give
+the same trajectories (tests/envs/test_async_vec.py). The envs' state lives in the workers and is not
+checkpointed: a resumed run starts fresh episodes, as with any gymnasium env.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+
+from .arrays import BackendName
+from .vec import BatchStep, LoopVecEnv, reports_episodes
+
+
+class AsyncVecEnv(LoopVecEnv):
+    """N copies of a gymnasium env, each in its own worker process (`vec_env="async"`)."""
+
+    def __init__(
+        self,
+        make_env: Callable[[], Any],
+        num_envs: int,
+        seed: int | None = None,
+        backend: BackendName = "numpy",
+        device: str = "cpu",
+    ) -> None:
+        if num_envs < 1:
+            raise ValueError(f"num_envs must be >= 1, got {num_envs}")
+        probe = make_env()  # spaces, id and how episodes are reported, from one copy made here
+        try:
+            self.describe(probe, num_envs, backend, seed, device)
+            self.reports_episodes = reports_episodes(probe)
+        finally:
+            probe.close()
+        self.vector = gym.vector.AsyncVectorEnv(
+            [make_env] * num_envs, autoreset_mode=gym.vector.AutoresetMode.SAME_STEP, copy=False
+        )
+        self._returns = [0.0] * num_envs
+        self._lengths = [0] * num_envs
+
+    def reset(self, seed: int | None = None) -> Any:
+        seed = self._seed if seed is None else seed
+        self._seed = None
+        self._returns = [0.0] * self.num_envs
+        self._lengths = [0] * self.num_envs
+        obs, _ = self.vector.reset(seed=None if seed is None else [seed + i for i in range(self.num_envs)])
+        return self._stack(list(obs))
+
+    def step(self, actions: Any) -> BatchStep:
+        actions = self.env_actions(actions)
+        obs, rewards, terms, truncs, infos = self.vector.step(actions)
+        ended = infos.get("_final_obs", np.zeros(self.num_envs, dtype=bool))
+        rows = []
+        for i in range(self.num_envs):
+            final = infos["final_obs"][i] if ended[i] else obs[i]
+            info = episode_info(infos.get("final_info", {}), i) if ended[i] else {}
+            rows.append((obs[i], final, rewards[i], terms[i], truncs[i], *self.score(i, rewards[i], bool(ended[i]), info)))
+        return self.batch(rows)
+
+    def close(self) -> None:
+        self.vector.close()
+
+
+def episode_info(final_info: dict, i: int) -> dict:
+    """Copy i's `episode` report (RecordEpisodeStatistics) out of a vector env's batched final infos."""
+    if "episode" in final_info and final_info["_episode"][i]:
+        return {"episode": {"r": final_info["episode"]["r"][i], "l": final_info["episode"]["l"][i]}}
+    return {}

@@ -1,0 +1,173 @@
+"""Observation pipelines around a gymnasium env: the zoo's Atari preprocessing, MinAtar's images channels
+first, and a frame stack; and the Atari/MinAtar ids registered on first use.
+
+A pipeline is part of a run's config under the zoo's names (`env_wrapper`, `frame_stack`), so that
+training, evaluation, export checks and the dashboard's video all make the env the same way through
+`make_env(name, pipeline)`. Two of Atari's steps shape the learning signal only (an episode ends on a
+lost life, rewards become their sign): they are added with `training=True` and never in evaluation,
+so evaluations and the training curve report the game's real score.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, get_args, get_type_hints
+
+import gymnasium as gym
+import numpy as np
+
+from ..config import AlgoConfig
+
+#: The `env_wrapper` choices: "atari" (gymnasium's AtariPreprocessing as the zoo's AtariWrapper sets it
+#: up) and "minatar" (MinAtar's boolean H x W x C grid as float32 C x H x W, what a CNN reads).
+ENV_WRAPPERS: tuple[str, ...] = get_args(get_type_hints(AlgoConfig)["env_wrapper"])
+
+#: What installs each family of ids, for the one-line error when it is missing.
+INSTALL_HINTS = {"ALE/": 'pip install "thrust_app[atari]" (ale-py)', "MinAtar/": 'pip install "thrust_app[minatar]"'}
+
+
+@dataclasses.dataclass(frozen=True)
+class Pipeline:
+    """Which wrapper and how many frames stacked (1: none). Read from any config with these fields."""
+
+    wrapper: str = "none"
+    frame_stack: int = 1
+
+    def __post_init__(self) -> None:
+        if self.wrapper not in ENV_WRAPPERS:
+            raise ValueError(f"env_wrapper must be one of {', '.join(ENV_WRAPPERS)}, got {self.wrapper!r}")
+        if self.frame_stack < 1:
+            raise ValueError(f"frame_stack must be >= 1 (1 = no stack), got {self.frame_stack}")
+
+    @classmethod
+    def of(cls, config: Any) -> Pipeline:
+        """The pipeline a config names (an AlgoConfig, a saved config dict, or None for none)."""
+        if config is None:
+            return cls()
+        get = config.get if isinstance(config, dict) else lambda key, default: getattr(config, key, default)
+        return cls(get("env_wrapper", "none"), int(get("frame_stack", 1)))
+
+    def make_kwargs(self, env_id: str) -> dict[str, Any]:
+        """Arguments for `gym.make`: AtariPreprocessing skips frames itself, so the ALE env must not
+        (ALE/*-v5 ids skip 4 by default; *NoFrameskip-v4 ids already skip none)."""
+        if self.wrapper == "atari":
+            if gym.spec(env_id).kwargs.get("frameskip", 1) != 1:
+                return {"frameskip": 1}
+        return {}
+
+    def wrap(self, env: Any, training: bool = False) -> Any:
+        """`env` inside this pipeline; `training` adds the steps that shape only the learning signal."""
+        if self.wrapper == "atari":
+            # noop reset (up to 30), max-pooled frame skip 4, 84x84 greyscale: SB3's AtariWrapper defaults
+            env = gym.wrappers.AtariPreprocessing(env, noop_max=30, frame_skip=4, screen_size=84)
+            if training:
+                # the game's score and length, read by the vec env as the episode's (before the two below)
+                env = gym.wrappers.RecordEpisodeStatistics(env)
+                env = EpisodicLife(env)
+            if "FIRE" in env.unwrapped.get_action_meanings():
+                env = FireReset(env)
+            if training:
+                env = gym.wrappers.TransformReward(env, _sign)  # r -> sign(r), SB3's ClipRewardEnv
+        elif self.wrapper == "minatar":
+            env = ChannelsFirst(env)
+        if self.frame_stack > 1:
+            env = gym.wrappers.FrameStackObservation(env, self.frame_stack)
+        return env
+
+    def describe(self) -> str:
+        parts = [] if self.wrapper == "none" else [f"{self.wrapper} preprocessing"]
+        if self.frame_stack > 1:
+            parts.append(f"{self.frame_stack} frames stacked")
+        return ", ".join(parts) or "none"
+
+
+def _sign(reward: float) -> float:
+    return float((reward > 0) - (reward < 0))
+
+
+def register_on_demand(env_id: str) -> None:
+    """Register Atari's ids (ale-py) or MinAtar's (minatar) the first time one is asked for: gymnasium
+    1.x knows them only after their package is imported. A missing package is one line naming it."""
+    if env_id in gym.registry:
+        return
+    if env_id.startswith("MinAtar/"):
+        try:
+            import minatar.gym
+        except ImportError:
+            raise ModuleNotFoundError(f"{env_id} needs MinAtar: {INSTALL_HINTS['MinAtar/']}") from None
+        minatar.gym.register_envs()
+        return
+    try:
+        import ale_py
+    except ImportError:
+        if env_id.startswith("ALE/") or "NoFrameskip" in env_id:
+            raise ModuleNotFoundError(f"{env_id} is an Atari game: {INSTALL_HINTS['ALE/']}") from None
+        return
+    gym.register_envs(ale_py)
+
+
+def is_atari(env_id: str) -> bool:
+    """True for an id ale-py registers (ALE/Breakout-v5, BreakoutNoFrameskip-v4, ...)."""
+    try:
+        register_on_demand(env_id)
+    except ModuleNotFoundError:
+        return False
+    spec = gym.registry.get(env_id)
+    return spec is not None and str(spec.entry_point).startswith("ale_py")
+
+
+class EpisodicLife(gym.Wrapper):
+    """A lost life ends the episode for learning (terminated), but the game goes on: the next `reset`
+    only presses no-op (SB3's EpisodicLifeEnv, after Mnih et al., 2015). A real reset comes at game over."""
+
+    def __init__(self, env: Any) -> None:
+        super().__init__(env)
+        self.lives = 0
+        self.game_over = True
+
+    def step(self, action: Any):
+        obs, reward, terminated, truncated, info = self.env.step(action)
+        self.game_over = terminated or truncated
+        lives = self.env.unwrapped.ale.lives()
+        if 0 < lives < self.lives:
+            terminated = True
+        self.lives = lives
+        return obs, reward, terminated, truncated, info
+
+    def reset(self, **kwargs: Any):
+        if self.game_over:
+            obs, info = self.env.reset(**kwargs)
+        else:
+            obs, _, terminated, truncated, info = self.env.step(0)
+            if terminated or truncated:  # the no-op itself ended the game
+                obs, info = self.env.reset(**kwargs)
+        self.lives = self.env.unwrapped.ale.lives()
+        self.game_over = False
+        return obs, info
+
+
+class FireReset(gym.Wrapper):
+    """Press FIRE after every reset (SB3's FireResetEnv): games such as Breakout wait for it, and a policy
+    that has not learnt to press it would wait until the time limit. Outside EpisodicLife, so a lost life
+    is followed by FIRE too."""
+
+    def reset(self, **kwargs: Any):
+        self.env.reset(**kwargs)
+        obs, info = None, {}
+        for action in (1, 2):  # FIRE, then the game's second action as SB3 does
+            obs, _, terminated, truncated, info = self.env.step(action)
+            if terminated or truncated:
+                obs, info = self.env.reset(**kwargs)
+        return obs, info
+
+
+class ChannelsFirst(gym.ObservationWrapper):
+    """An H x W x C observation as float32 C x H x W (MinAtar's boolean grids: what Thrust's CNN reads)."""
+
+    def __init__(self, env: Any) -> None:
+        super().__init__(env)
+        height, width, channels = env.observation_space.shape
+        self.observation_space = gym.spaces.Box(0.0, 1.0, (channels, height, width), np.float32)
+
+    def observation(self, observation: Any) -> Any:
+        return np.ascontiguousarray(np.moveaxis(observation, -1, 0), dtype=np.float32)
