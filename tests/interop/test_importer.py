@@ -292,3 +292,37 @@ def test_imported_sb3_model_plays_in_the_browser_player(models, tmp_path):
         got = page.evaluate("(a) => window.thrustPlayer.runEpisode(a)", {"bundle": "sb3-ppo", "seed": 5, "ep": "wasm"})
     want = onnx_episode(export / "sb3-ppo", 5)
     assert got["actions"] == want.actions and got["steps"] == want.steps
+
+
+@pytest.fixture(scope="module")
+def atari_models(tmp_path_factory) -> dict[str, Path]:
+    """SB3 CnnPolicy models (PPO, DQN) trained briefly on Breakout through Thrust's Atari pipeline, which does
+    what SB3's AtariWrapper and VecFrameStack(4) do (84x84 grey, frame skip 4, 4 frames, channels first)."""
+    from stable_baselines3.common.vec_env import DummyVecEnv
+
+    from thrust_app.envs import make_env
+    from thrust_app.envs.pipeline import Pipeline
+
+    folder = tmp_path_factory.mktemp("sb3_atari")
+    venv = DummyVecEnv([lambda: make_env("ALE/Breakout-v5", Pipeline("atari", 4), training=True)])
+    learned(sb3.PPO("CnnPolicy", venv, n_steps=64, batch_size=32, n_epochs=1, seed=0, verbose=0), 64).save(folder / "ppo")
+    learned(sb3.DQN("CnnPolicy", venv, buffer_size=500, learning_starts=50, seed=0, verbose=0), 100).save(folder / "dqn")
+    return {name: folder / f"{name}.zip" for name in ("ppo", "dqn")}
+
+
+@pytest.mark.parametrize("name", ["ppo", "dqn"])
+def test_sb3_cnn_policy_imports_and_acts_like_sb3_on_real_frames(atari_models, tmp_path, name):
+    from thrust_app.envs import make_env
+    from thrust_app.envs.pipeline import Pipeline
+
+    assert main(["import", str(atari_models[name]), "--env", "ALE/Breakout-v5", "--out", str(tmp_path / name)]) == 0
+    manifest = load_bundle(tmp_path / name).manifest
+    assert manifest["inputs"][0]["dtype"] == "uint8" and manifest["observation"]["pipeline"]["frame_stack"] == 4
+    env, rng, frames = make_env("ALE/Breakout-v5", Pipeline("atari", 4)), np.random.default_rng(0), []
+    obs, _ = env.reset(seed=1)
+    for _ in range(64):  # real preprocessed frame stacks, as the policy meets them
+        frames.append(obs)
+        obs, *_ = env.step(int(rng.integers(4)))
+    obs = np.stack(frames)
+    model = getattr(sb3, name.upper()).load(atari_models[name], device="cpu")
+    assert (bundle_actions(tmp_path / name, obs) == model.predict(obs, deterministic=True)[0]).all()

@@ -15,6 +15,7 @@ a bundle for Thrust's twin, so the browser player can run it; `source.trained_on
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +24,7 @@ import torch
 
 from ..envs import GYMNASIUM_TWINS, env_spaces
 from ..envs.core import Discrete
+from ..envs.pipeline import Pipeline, is_atari
 from ..runs.staging import staged_folder
 from ..training.run_spec import resolve_env_name
 from .bundle import MANIFEST_FILE, MODEL_FILE, Bundle, BundleError, OnnxPolicy, export_dir, load_bundle
@@ -31,9 +33,9 @@ from .onnx_actions import add_action_output, post_process
 from .sb3_model import SB3Model, check_spaces, read_sb3_zip, read_vec_normalize, rebuild_policy, sb3_reference
 
 
-def sb3_parity(model: SB3Model, env_id: str, policy: Any, normalizer: Any, discrete: bool):
+def sb3_parity(model: SB3Model, env_id: str, policy: Any, normalizer: Any, discrete: bool, pipeline: Any = None):
     """A check comparing the rebuilt policy with SB3's own predict on the bundle's sample observations."""
-    predict = sb3_reference(model, env_id, normalizer)
+    predict = sb3_reference(model, env_id, normalizer, pipeline)
 
     def check(samples: dict[str, np.ndarray]) -> dict[str, Any]:
         if predict is None:
@@ -74,7 +76,8 @@ def import_sb3(
     model = read_sb3_zip(source)
     trained_on = resolve_env_name(env)
     env_id = GYMNASIUM_TWINS.get(trained_on, trained_on)  # the player runs Thrust's cores only
-    obs_space, action_space = env_spaces(env_id)
+    pipeline = import_pipeline(model, env_id)
+    obs_space, action_space = env_spaces(env_id, pipeline)
     check_spaces(model, obs_space, action_space, env_id)
     normalizer = read_vec_normalize(vec_normalize, trust_pickle) if vec_normalize is not None else None
     if normalizer is not None and tuple(normalizer.mean.shape) != tuple(obs_space.shape):
@@ -82,7 +85,7 @@ def import_sb3(
             f"{vec_normalize} normalises observations of shape {tuple(normalizer.mean.shape)}, but {env_id}'s are "
             f"{tuple(obs_space.shape)}: statistics from another env?"
         )
-    policy = rebuild_policy(model, action_space, normalizer).eval()
+    policy = rebuild_policy(model, action_space, normalizer, tuple(obs_space.shape)).eval()
     out_dir = Path(out) if out is not None else Path(export_root or export_dir()) / source.stem
     fields = {
         "source": {
@@ -101,8 +104,18 @@ def import_sb3(
         ),
     }
     discrete = isinstance(action_space, Discrete)
-    check = sb3_parity(model, env_id, policy, normalizer, discrete)
-    return write_bundle(policy, env_id, model.algo, out_dir, fields, force=force, extra_check=check)
+    check = sb3_parity(model, env_id, policy, normalizer, discrete, pipeline)
+    return write_bundle(policy, env_id, model.algo, out_dir, fields, force=force, extra_check=check, pipeline=pipeline)
+
+
+def import_pipeline(model: SB3Model, env_id: str) -> Pipeline:
+    """The observation pipeline an SB3 model was trained in: the zoo's Atari preprocessing with as many frames
+    stacked as its observations have channels, for an Atari game; none otherwise."""
+    if not is_atari(env_id):
+        return Pipeline()
+    shape = model.space_field("observation_space", "_shape")
+    stacked = [int(n) for n in re.findall(r"\d+", str(shape))] if shape is not None else []
+    return Pipeline("atari", stacked[0] if len(stacked) == 3 else 1)
 
 
 def observation_samples(env_id: str, rng: np.random.Generator, n: int = 256) -> dict[str, np.ndarray]:

@@ -6,7 +6,8 @@ schedules and classes are cloudpickled — but beside each pickle SB3 writes rea
 main fields (a space's `_shape`, the activation's class name). Thrust reads the weights and those
 readable fields only; the env's own spaces come from the env id the user names.
 
-Supported: PPO and A2C (`MlpPolicy`), DQN, SAC and TD3 over Box observations. What SB3's
+Supported: PPO and A2C (`MlpPolicy`, and `CnnPolicy` for Atari's frame stacks: SB3's NatureCNN, rebuilt
+as Thrust's own), DQN (both), SAC and TD3 (`MlpPolicy`) over Box observations. What SB3's
 `predict(obs, deterministic=True)` does after the network is done here too: argmax for discrete
 actions, clipping to the bounds for the Gaussian policies of PPO/A2C, tanh squashing (SAC) and
 rescaling to the bounds (SAC, TD3). `VecNormalize` statistics (their own pickle file, read with
@@ -31,6 +32,7 @@ from torch import nn
 
 from ..envs.core import Box, Discrete
 from ..nets.obs_normalizer import ObsNormalizer
+from ..nets.policies import NatureCNN
 from .manifest import BundleError
 from .safe_pickle import UnsafePickleError, safe_load
 
@@ -46,6 +48,11 @@ ACTIVATIONS: dict[str, type[nn.Module]] = {
 #: SB3's default activation per algorithm (used when the saved policy_kwargs name none).
 DEFAULT_ACTIVATION = {"ppo": "Tanh", "a2c": "Tanh", "dqn": "ReLU", "sac": "ReLU", "td3": "ReLU"}
 #: SB3's policy class per algorithm, for the optional check against SB3 itself.
+SB3_CNN_POLICY_CLASSES = {
+    "ppo": "stable_baselines3.common.policies.ActorCriticCnnPolicy",
+    "a2c": "stable_baselines3.common.policies.ActorCriticCnnPolicy",
+    "dqn": "stable_baselines3.dqn.policies.CnnPolicy",
+}
 SB3_POLICY_CLASSES = {
     "ppo": "stable_baselines3.common.policies.ActorCriticPolicy",
     "a2c": "stable_baselines3.common.policies.ActorCriticPolicy",
@@ -85,6 +92,11 @@ class SB3Model:
         if name not in ACTIVATIONS:
             raise SB3FormatError(f"{self.path}: the policy uses activation {named}; Thrust imports {', '.join(ACTIVATIONS)}")
         return name
+
+    @property
+    def uses_cnn(self) -> bool:
+        """True for a CnnPolicy model (SB3's NatureCNN: `...features_extractor.cnn.*` weights)."""
+        return any(".cnn." in key or key.startswith("cnn.") for key in self.weights)
 
     def space_field(self, space: str, field: str) -> str | None:
         entry = self.data.get(space)
@@ -205,10 +217,10 @@ def _refuse_unsupported(model: SB3Model) -> None:
         raise SB3FormatError(
             f"{where} observes a {kind} space; Thrust bundles take one float32 array (Box observations): not supported"
         )
-    if any(".cnn." in key for key in model.weights):
-        raise SB3FormatError(f"{where} is an image (CnnPolicy) model; Thrust imports MlpPolicy models only")
+    if model.uses_cnn and model.algo not in SB3_CNN_POLICY_CLASSES:
+        raise SB3FormatError(f"{where} is a {model.algo} CnnPolicy model; Thrust imports CnnPolicy models of PPO, A2C and DQN")
     if model.policy_kwargs.get("features_extractor_class") is not None:
-        raise SB3FormatError(f"{where} uses a custom features extractor; Thrust imports MlpPolicy models only")
+        raise SB3FormatError(f"{where} uses a custom features extractor; Thrust imports SB3's MlpPolicy and CnnPolicy only")
     model.activation  # noqa: B018 (raises on an activation Thrust cannot rebuild)
 
 
@@ -260,7 +272,7 @@ class ImportedPolicy(nn.Module):
             self.register_buffer("high", torch.tensor(action_space.high, dtype=torch.float32))
 
     def act(self, obs: torch.Tensor):
-        out = self.head(self.body(self.normalizer(obs).flatten(1)))
+        out = self.head(self.body(self.normalizer(obs)))
         if self.post == "argmax":
             return out, out.argmax(-1)
         if self.post == "clip":  # PPO/A2C: the Gaussian's mean, clipped to the bounds
@@ -273,22 +285,47 @@ class ImportedPolicy(nn.Module):
         return self.act(obs)
 
 
-def rebuild_policy(model: SB3Model, action_space: Box | Discrete, normalizer: ObsNormalizer | None) -> ImportedPolicy:
-    """The deterministic policy of `model` as a torch module, from its weights alone."""
+def _nature_cnn(weights: dict[str, torch.Tensor], prefix: str, obs_shape: tuple[int, ...]) -> NatureCNN:
+    """SB3's NatureCNN weights under `prefix` in Thrust's NatureCNN (the same layers: `cnn` -> `convs`)."""
+    encoder = NatureCNN(obs_shape, features=weights[f"{prefix}.linear.0.weight"].shape[0])
+    state = {}
+    for key, value in weights.items():
+        if key.startswith(f"{prefix}.cnn."):
+            state["convs." + key.removeprefix(f"{prefix}.cnn.")] = value
+        elif key.startswith(f"{prefix}.linear."):
+            state["linear." + key.removeprefix(f"{prefix}.linear.")] = value
+    encoder.load_state_dict(state)
+    return encoder
+
+
+def _features(model: SB3Model, prefix: str, obs_shape: tuple[int, ...]) -> nn.Module:
+    """What comes before the MLP: SB3's NatureCNN (CnnPolicy; bytes scaled inside), else flattening."""
+    return _nature_cnn(model.weights, prefix, obs_shape) if model.uses_cnn else nn.Flatten()
+
+
+def rebuild_policy(
+    model: SB3Model, action_space: Box | Discrete, normalizer: ObsNormalizer | None, obs_shape: tuple[int, ...] = ()
+) -> ImportedPolicy:
+    """The deterministic policy of `model` as a torch module, from its weights alone (`obs_shape`: the
+    observations', which a CnnPolicy's encoder is built for)."""
     weights, activation = model.weights, ACTIVATIONS[model.activation]
     if model.algo in ("ppo", "a2c"):
-        body = _mlp(weights, "mlp_extractor.policy_net", activation, last_activation=True)
+        shared = "pi_features_extractor" if "pi_features_extractor.cnn.0.weight" in weights else "features_extractor"
+        body = nn.Sequential(
+            _features(model, shared, obs_shape), _mlp(weights, "mlp_extractor.policy_net", activation, last_activation=True)
+        )
         post = "argmax" if isinstance(action_space, Discrete) else "clip"
         return ImportedPolicy(body, _linear(weights, "action_net"), post, action_space, normalizer)
     if model.algo == "dqn":
-        return ImportedPolicy(
-            _mlp(weights, "q_net.q_net", activation, False), nn.Identity(), "argmax", action_space, normalizer
+        body = nn.Sequential(
+            _features(model, "q_net.features_extractor", obs_shape), _mlp(weights, "q_net.q_net", activation, False)
         )
+        return ImportedPolicy(body, nn.Identity(), "argmax", action_space, normalizer)
     if model.algo == "sac":
-        body = _mlp(weights, "actor.latent_pi", activation, last_activation=True)
+        body = nn.Sequential(nn.Flatten(), _mlp(weights, "actor.latent_pi", activation, last_activation=True))
         return ImportedPolicy(body, _linear(weights, "actor.mu"), "squash", action_space, normalizer)
     # TD3: actor.mu is Linear/activation/.../Linear followed by a Tanh (no weights), so [-1, 1] already
-    body = nn.Sequential(_mlp(weights, "actor.mu", activation, False), nn.Tanh())
+    body = nn.Sequential(nn.Flatten(), _mlp(weights, "actor.mu", activation, False), nn.Tanh())
     return ImportedPolicy(body, nn.Identity(), "rescale", action_space, normalizer)
 
 
@@ -323,9 +360,9 @@ def read_vec_normalize(path: str | Path, trust_pickle: bool) -> ObsNormalizer | 
     return ObsNormalizer(rms.mean, rms.var, float(getattr(stats, "epsilon", 1e-8)), float(getattr(stats, "clip_obs", 10.0)))
 
 
-def sb3_reference(model: SB3Model, env_id: str, normalizer: ObsNormalizer | None):
-    """SB3's own `predict(obs, deterministic=True)` for the model, built from its class, the env's spaces
-    and the weights (no pickle); None when stable-baselines3 is not installed."""
+def sb3_reference(model: SB3Model, env_id: str, normalizer: ObsNormalizer | None, pipeline: Any = None):
+    """SB3's own `predict(obs, deterministic=True)` for the model, built from its class, the spaces of the env
+    (inside `pipeline`) and the weights (no pickle); None when stable-baselines3 is not installed."""
     try:
         import stable_baselines3  # noqa: F401
     except ImportError:
@@ -334,13 +371,14 @@ def sb3_reference(model: SB3Model, env_id: str, normalizer: ObsNormalizer | None
 
     from ..envs import make_env
 
-    module_name, class_name = SB3_POLICY_CLASSES[model.algo].rsplit(".", 1)
+    classes = SB3_CNN_POLICY_CLASSES if model.uses_cnn else SB3_POLICY_CLASSES
+    module_name, class_name = classes[model.algo].rsplit(".", 1)
     policy_class = getattr(importlib.import_module(module_name), class_name)
     kwargs = {
         key: value for key, value in model.policy_kwargs.items() if not isinstance(value, (dict, str)) or key in ("net_arch",)
     }
     kwargs["activation_fn"] = ACTIVATIONS[model.activation]
-    env = make_env(env_id)
+    env = make_env(env_id, pipeline)
     try:
         policy = policy_class(env.observation_space, env.action_space, lambda _: 0.0, **kwargs)
     finally:

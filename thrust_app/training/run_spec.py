@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from ..algos import Algorithm, get_algo
-from ..config import ConfigError, apply_overrides
+from ..config import AlgoConfig, ConfigError, apply_overrides
 from ..envs import env_spaces, make_env
 from ..envs.batched import BATCHED_ENVS
 from ..envs.core import UnknownEnvError, resolve_env_id
@@ -103,8 +103,10 @@ def solve_threshold(env_id: str) -> float | None:
     return spec.reward_threshold if spec is not None else None
 
 
-def check_env_fits(algo_cls: type[Algorithm], env_id: str, env_backend: str, pipeline: Pipeline) -> None:
-    """The algorithm can act in the env's spaces, and the env backend can step it."""
+def check_env_fits(algo_cls: type[Algorithm], env_id: str, env_backend: str, config: AlgoConfig) -> None:
+    """The algorithm can act in the env's spaces (inside the config's observation pipeline), and the env
+    backend and the vec env choice can step it."""
+    pipeline = Pipeline.of(config)
     _, action_space = env_spaces(env_id, pipeline)  # a non-Box observation space raises here, naming it
     algo_cls.check_fits(action_space, env_id)
     if env_backend not in ("numpy", "torch"):
@@ -113,6 +115,11 @@ def check_env_fits(algo_cls: type[Algorithm], env_id: str, env_backend: str, pip
         raise ConfigError(
             f"env_backend 'torch' needs an array-batched env ({', '.join(BATCHED_ENVS)}); "
             f"{env_id} steps in a Python loop, so use 'numpy'"
+        )
+    if config.vec_env != "sync" and env_id in BATCHED_ENVS and pipeline == Pipeline():
+        raise ConfigError(
+            f"vec_env={config.vec_env}: {env_id} already steps all its copies at once in arrays; drop vec_env "
+            "(worker processes are for gymnasium envs whose step is slow)"
         )
 
 
@@ -146,20 +153,14 @@ def make_spec(
     env_backend = chosen.env_backend if env_backend is None else env_backend
     start = dataclasses.asdict(apply_overrides(algo_cls.Config(), chosen.config, algo_cls.name))
     checked = apply_overrides(algo_cls.Config(**start), overrides, algo_cls.name)
-    pipeline = Pipeline.of(checked)
-    check_env_fits(algo_cls, env_id, env_backend, pipeline)
-    if checked.vec_env != "sync" and env_id in BATCHED_ENVS and pipeline == Pipeline():
-        raise ConfigError(
-            f"vec_env={checked.vec_env}: {env_id} already steps all its copies at once in arrays; drop vec_env "
-            "(worker processes are for gymnasium envs whose step is slow)"
-        )
+    check_env_fits(algo_cls, env_id, env_backend, checked)
     config = dataclasses.asdict(checked)
     user = {key: value for key, value in config.items() if value != start[key]}
     timesteps = chosen.timesteps if timesteps is None else int(timesteps)
     eval_every = chosen.eval_every if eval_every is None else eval_every
     stop_at_return = chosen.stop_at_return if stop_at_return is None else stop_at_return
     check_counts(timesteps=timesteps, eval_episodes=eval_episodes, eval_every=eval_every, checkpoint_every=checkpoint_every)
-    obs_space = env_spaces(env_id, pipeline)[0]
+    obs_space = env_spaces(env_id, Pipeline.of(checked))[0]
     checked.check_fits(timesteps, math.prod(obs_space.shape) * (1 if obs_space.dtype == "uint8" else 4))
     return RunSpec(
         algo=algo_cls.name,

@@ -29,6 +29,7 @@ from ..algos.base import Algorithm, deterministic_action
 from ..envs.batched import make_batched
 from ..envs.pipeline import Pipeline
 from ..envs.tensors import EnvIO
+from ..envs.vec import VecEnv
 from ..runs.files import (
     CONFIG_FILE,
     LAST_CHECKPOINT,
@@ -95,6 +96,24 @@ def host_act(policy: torch.nn.Module) -> Callable[[np.ndarray], np.ndarray]:
     return act
 
 
+def make_training_env(spec: RunSpec, algo: Algorithm, device: torch.device) -> VecEnv:
+    """The run's vec env: its copies, seed, array backend, observation pipeline and workers, normalised
+    where the config says so. Actions come from the policy's own action space, so the env need not
+    re-check them (a sync on GPU)."""
+    config = algo.config
+    env = make_batched(
+        spec.env,
+        config.n_envs,
+        seed=spec.seed,
+        backend=spec.env_backend,
+        device=env_device(spec.env_backend, device),
+        check_actions=False,
+        pipeline=Pipeline.of(config),
+        vec_env=config.vec_env,
+    )
+    return normalized(env, config) if config.normalize else env
+
+
 class Trainer:
     """Runs one RunSpec in one run folder; `run()` trains until done, stopped or solved."""
 
@@ -115,19 +134,7 @@ class Trainer:
         np.random.seed(spec.seed % 2**32)
         self.algo: Algorithm = build_algorithm(spec.algo, spec.env, spec.config, device, spec.seed)
         self.algo.total_timesteps = spec.timesteps
-        # Actions come from the policy's own action space, so the env need not re-check them (a sync on GPU).
-        self.env = make_batched(
-            spec.env,
-            self.algo.config.n_envs,
-            seed=spec.seed,
-            backend=spec.env_backend,
-            device=env_device(spec.env_backend, device),
-            check_actions=False,
-            pipeline=Pipeline.of(self.algo.config),
-            vec_env=self.algo.config.vec_env,
-        )
-        if self.algo.config.normalize:
-            self.env = normalized(self.env, self.algo.config)
+        self.env = make_training_env(spec, self.algo, device)
         apply_speed(self.algo, self.env)  # the run's speed switches (speed/switches.py)
         self.env_io = EnvIO(device)
         self.obs = self.env_io.reset(self.env)
@@ -202,8 +209,8 @@ class Trainer:
         (or, without one, the env's solve threshold)."""
         with self.logger.clock.timing(training=False):
             act = self.act if self.device.type == "cpu" else host_act(evaluated_policy(self.algo, self.env))
-            pipeline = Pipeline.of(self.algo.config)
-            result = evaluate(act, self.spec.env, self.spec.eval_episodes, self.spec.seed + EVAL_SEED_OFFSET, None, pipeline)
+            seed = self.spec.seed + EVAL_SEED_OFFSET
+            result = evaluate(act, self.spec.env, self.spec.eval_episodes, seed, None, Pipeline.of(self.algo.config))
         self.logger.write_eval(result, self.step)
         return self.logger.threshold is not None and result.mean >= self.logger.threshold
 
