@@ -33,12 +33,18 @@ ENV = "ALE/Breakout-v5"
 PIPELINE = Pipeline("atari", 4)
 
 
+def stop_at(steps: int):
+    """An iteration hook that ends the run at `steps` as stopped: no closing evaluation (an untrained policy's
+    Breakout game can last its full 27,000 steps)."""
+    return lambda trainer: trainer.request_stop() if trainer.step >= steps else None
+
+
 def thrust_sps(algo: str, steps: int, extra: dict) -> float:
     """Thrust's training env-steps/s over `steps` (the summary's train_s: no evaluation)."""
     with TemporaryDirectory() as folder:
         summary = train(
-            algo, ENV, timesteps=steps, overrides=extra, run_dir=Path(folder) / "run", eval_every=10**9, progress=False,
-            log=lambda _: None,
+            algo, ENV, timesteps=steps + 1, overrides=extra, run_dir=Path(folder) / "run", eval_every=10**9,
+            progress=False, log=lambda _: None, on_iteration=stop_at(steps),
         )  # fmt: skip
     return summary["timesteps"] / summary["train_s"]
 

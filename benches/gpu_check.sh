@@ -4,16 +4,17 @@
 # onnxruntime (its CUDA provider where installed), batched PPO CartPole end to end on the GPU at 1k/4k/16k
 # envs, eager and captured (env, policy and update on the device; host syncs per iteration counted; captured:
 # the update's minibatch steps and the rollout's collection), where a 16k-env iteration's time goes,
-# CartPole solved with `--preset gpu`, the CUDA tests, the compiled updates' kernels on its CPU, and the
-# bandit and CartPole examples on CUDA. Every step has a timeout (together at most 585 s). Results go to $1
-# (or $OUT).
+# PPO on MinAtar's image frames at 64/256 envs, CartPole solved with `--preset gpu`, the CUDA tests, the
+# compiled updates' kernels on its CPU, and the bandit and CartPole examples on CUDA. Every step has a
+# timeout (they add up to 675 s; the steps take a fraction of theirs). Results go to $1 (or $OUT).
 #
 # The lent GPU machine has python3 (3.12) with CUDA torch, onnxruntime (CPU build), numpy, pytest and tqdm,
 # but no network and no gymnasium / array-api-compat / numba. Bring those as wheels in .whl/ (ignored by git),
 # llvmlite's unpacked and recompressed (its 60 MB wheel is 41 MB as .tar.xz; a device run carries 64 MiB):
 #   echo /.whl/ >> .git/info/exclude
 #   .venv/bin/python -m pip download --no-deps --only-binary=:all: --python-version 3.12 -d .whl \
-#     gymnasium==1.4.0 array-api-compat==1.16.0 farama-notifications==0.0.6 numba==0.68.1 llvmlite==0.50.0
+#     gymnasium==1.4.0 array-api-compat==1.16.0 farama-notifications==0.0.6 numba==0.68.1 llvmlite==0.50.0 \
+#     minatar==1.0.15
 #   mkdir /tmp/llvmlite && python3 -m zipfile -e .whl/llvmlite-*.whl /tmp/llvmlite && rm .whl/llvmlite-*.whl
 #   tar cJf .whl/llvmlite-0.50.0-cp312-site.tar.xz -C /tmp/llvmlite .
 # and pass `carry: [".whl"]` to the device run. Then: bash benches/gpu_check.sh
@@ -49,6 +50,8 @@ log="$out/gpu_check.log"
     --profile > "$out/batched_ppo_profile.txt" 2>&1; grep -E "^N=|Self CUDA time total" "$out/batched_ppo_profile.txt"
   echo "== the same on the CPU at 1k envs, for the ratio"
   timeout 25 python3 benches/batched_ppo.py --quick --devices cpu --envs 1024 --json "$out/batched_ppo_cpu.json"
+  echo "== PPO on image observations: MinAtar Breakout (small CNN), 64/256 envs on cuda (the CPU side: benches/image_ppo.py here)"
+  timeout 45 python3 benches/image_ppo.py --devices cuda --envs 64,256 --json "$out/image_ppo.json"
   echo "== CartPole solved on the GPU: --preset gpu (4,096 envs on the device, CUDA graphs), 5 seeds"
   timeout 60 python3 benches/fast_cartpole.py --gpu --seeds 5
   echo "== the CUDA tests: captured DQN/SAC/PPO updates against eager ones, the batched envs, training and loading on cuda"

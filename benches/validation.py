@@ -49,8 +49,12 @@ PAIRS = [
     ("a2c", "pendulum", -300.0, "(no target; reported)"),
     ("ppo", "snake", None, "clearly beats a random policy"),
     ("dqn", "snake", None, "clearly beats a random policy"),
+    ("ppo", "MinAtar/Breakout-v1", 5.0, "eval >= 5 within 500k steps (random: about 0.5)"),
+    ("dqn", "MinAtar/Breakout-v1", 5.0, "eval >= 5 within 250k steps (random: about 0.5)"),
 ]
 TARGETS = {(algo, env): target for algo, env, target, _ in PAIRS}
+#: Budgets cut from the preset's where a full one does not fit this machine (MinAtar's presets: 5M steps).
+BUDGETS = {("ppo", "MinAtar/Breakout-v1"): 500_000, ("dqn", "MinAtar/Breakout-v1"): 250_000}
 
 #: The env each algorithm is validated on under every settings source.
 SETTINGS_ENV = {"ppo": "cartpole", "a2c": "cartpole", "dqn": "cartpole", "sac": "pendulum"}
@@ -205,11 +209,11 @@ def job_overrides(algo: str, env: str, source: str) -> dict:
     if source == "zoo":
         return {}
     from thrust_app.algos import get_algo
-    from thrust_app.envs import resolve_env_id
     from thrust_app.training.presets import get_preset
+    from thrust_app.training.run_spec import resolve_env_name
 
     defaults = get_algo(algo).Config()
-    preset = get_preset(algo, resolve_env_id(env))
+    preset = get_preset(algo, resolve_env_name(env))
     return {**{key: getattr(defaults, key) for key in preset.config}, **SETTINGS[source][algo]}
 
 
@@ -218,10 +222,11 @@ def run_one(job: tuple[str, str, str, int]) -> dict:
     from harness import stop_if_signalled
 
     from thrust_app.algos.base import deterministic_action
-    from thrust_app.envs import resolve_env_id
+    from thrust_app.envs.pipeline import Pipeline
     from thrust_app.runs.files import read_jsonl
     from thrust_app.training.evaluation import evaluate
     from thrust_app.training.presets import get_preset
+    from thrust_app.training.run_spec import resolve_env_name
     from thrust_app.training.trainer import load_policy, train
 
     algo, env, source, seed = job
@@ -232,7 +237,7 @@ def run_one(job: tuple[str, str, str, int]) -> dict:
             train(
                 algo,
                 env,
-                timesteps=get_preset(algo, resolve_env_id(env)).timesteps,
+                timesteps=BUDGETS.get((algo, env), get_preset(algo, resolve_env_name(env)).timesteps),
                 seed=seed,
                 device="cpu",
                 run_dir=run_dir,
@@ -251,7 +256,7 @@ def run_one(job: tuple[str, str, str, int]) -> dict:
             with torch.no_grad():
                 return deterministic_action(policy, torch.as_tensor(obs)).numpy()
 
-        final = evaluate(act, spec.env, final_episodes, seed=2_000_000)
+        final = evaluate(act, spec.env, final_episodes, seed=2_000_000, pipeline=Pipeline.of(spec.config))
     evals = [r for r in records if r["kind"] == "eval"]
     met = next((r for r in evals if target is not None and r["eval_mean"] >= target), None)
     train_returns = [ret for r in records if r["kind"] == "train" for ret in r["episode_returns"]]
@@ -275,13 +280,20 @@ def run_one(job: tuple[str, str, str, int]) -> dict:
 
 
 def random_baseline(env: str, episodes: int = 200) -> float:
-    from thrust_app.envs.core import Discrete, make_core
+    """A uniformly random policy's mean return, in the env as the presets make it (MinAtar's pipeline)."""
+    from thrust_app.envs import env_spaces
+    from thrust_app.envs.core import Discrete
+    from thrust_app.envs.pipeline import Pipeline
     from thrust_app.training.evaluation import evaluate
+    from thrust_app.training.presets import get_preset
+    from thrust_app.training.run_spec import resolve_env_name
 
-    space = make_core(env).action_space
+    pipeline = Pipeline.of(get_preset("ppo", resolve_env_name(env)).config)
+    space = env_spaces(env, pipeline)[1]
     rng = random.Random(0)
     assert isinstance(space, Discrete)
-    return evaluate(lambda obs: [rng.randrange(space.n) for _ in obs], env, episodes, seed=3_000_000).mean
+    act = lambda obs: [rng.randrange(space.n) for _ in obs]  # noqa: E731
+    return evaluate(act, env, episodes, seed=3_000_000, pipeline=pipeline).mean
 
 
 def met_cell(rows: list[dict], key: str, fmt: str) -> str:
@@ -380,7 +392,7 @@ def write_markdown(results: list[dict], out: Path, seeds: int, when: str) -> Non
         "",
         "Random-policy baselines (same evaluation): "
         f"bandit {random_baseline('bandit'):.1%}, snake {random_baseline('snake'):.2f} "
-        "(mean return: +1 per food, -1 for dying).",
+        f"(mean return: +1 per food, -1 for dying), MinAtar Breakout {random_baseline('MinAtar/Breakout-v1'):.2f}.",
         "",
         "## The settings users bring",
         "",
@@ -430,6 +442,9 @@ def readme_rows(results: list[dict], when: str, seeds: int) -> list[str]:
         f"| Pendulum, PPO preset | eval >= -300 at {met('ppo', 'pendulum')} steps (budget 200k) |",
         f"| Snake, DQN / PPO | {final('dqn', 'snake')} / {final('ppo', 'snake')} food per episode "
         f"(random policy: {random_baseline('snake'):.2f}) |",
+        f"| MinAtar Breakout, PPO / DQN (500k / 250k steps) | final eval {final('ppo', 'MinAtar/Breakout-v1')} / "
+        f"{final('dqn', 'MinAtar/Breakout-v1')}; eval >= 5 at {met('ppo', 'MinAtar/Breakout-v1')} / "
+        f"{met('dqn', 'MinAtar/Breakout-v1')} steps (random policy: {random_baseline('MinAtar/Breakout-v1'):.2f}) |",
     ]
 
 
@@ -462,7 +477,7 @@ def main() -> None:
     wanted = lambda job: args.only is None or any(f"{job[0]}:{job[1]}:{job[2]}".startswith(o) for o in args.only)  # noqa: E731
     todo = [job for job in all_jobs(args.seeds) if job not in done and wanted(job)]
     # longest first, so the pool does not end on one long run
-    todo.sort(key=lambda job: job[1] in ("snake", "pendulum"), reverse=True)
+    todo.sort(key=lambda job: job[1] in ("snake", "pendulum", "MinAtar/Breakout-v1"), reverse=True)
     print(f"{len(todo)} runs to do, {len(done)} already in {args.results}", flush=True)
     start = time.monotonic()
     with mp.get_context("spawn").Pool(args.jobs) as pool:

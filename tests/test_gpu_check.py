@@ -37,6 +37,7 @@ BENCHES = Path(__file__).resolve().parents[1] / "benches"
             ["--quick", "--envs", "1,64", "--env-backends", "torch"],
             ["N=1 cpu env:torch", "N=64 cpu env:torch"],
         ),
+        ("image_ppo.py", ["--quick"], ["ppo minatar N=8 cpu"]),
     ],
 )
 def test_the_benches_gpu_check_runs_work_on_the_cpu(tmp_path, script, args, expected):

@@ -23,3 +23,34 @@ def test_a_whole_episode_becomes_a_video_with_every_frame(video_format, magic, t
     path.write_bytes(recording.video)
     frames, seconds = imageio_ffmpeg.count_frames_and_secs(str(path))
     assert frames == recording.steps + 1 and seconds == pytest.approx(501 / 50, abs=0.1)
+
+
+@pytest.mark.parametrize(
+    ("env_id", "pipeline", "size", "fps"),
+    [("ALE/Pong-v5", ("atari", 4), (160, 210), 15), ("MinAtar/Breakout-v1", ("minatar", 1), (160, 160), None)],
+)
+def test_an_image_policy_plays_in_its_pipeline_and_the_video_shows_the_game(env_id, pipeline, size, fps, tmp_path):
+    """The policy reads the frames training saw (Atari: 4 x 84 x 84 bytes); the video shows the game's own
+    frames in colour at full size, at the game's speed (an Atari step is 4 emulator frames of 60 per s);
+    MinAtar's 10 x 10 grid is enlarged cell by cell."""
+    import imageio_ffmpeg
+
+    from thrust_app.envs.pipeline import Pipeline
+
+    seen = []
+
+    def act(obs: np.ndarray) -> np.ndarray:
+        seen.append((obs.shape, obs.dtype))
+        return np.array([len(seen) % 3])
+
+    recording = record_episode(act, env_id, seed=0, pipeline=Pipeline(*pipeline))
+    assert recording.steps == len(seen) > 0
+    expected = (1, 4, 84, 84) if pipeline[0] == "atari" else (1, 4, 10, 10)
+    assert seen[0] == (expected, np.uint8 if pipeline[0] == "atari" else np.float32)
+    path = tmp_path / "episode.mp4"
+    path.write_bytes(recording.video)
+    reader = imageio_ffmpeg.read_frames(str(path))
+    meta = next(reader)
+    assert tuple(meta["size"]) == size
+    if fps is not None:
+        assert meta["fps"] == fps

@@ -48,10 +48,11 @@ def record_episode(
     codec, options, mime = FORMATS[video_format]
     started = time.perf_counter()
     env = make_env(env_id, pipeline, render_mode="rgb_array")
-    # an Atari agent step is 4 emulator frames: play the video at the game's own speed
-    fps = fps or env.metadata.get("render_fps", 30) // (4 if pipeline is not None and pipeline.wrapper == "atari" else 1)
+    if fps is None and pipeline is not None and pipeline.wrapper == "atari":
+        fps = 60 // 4  # the emulator's 60 frames a second, 4 of them per agent step: the game's own speed
+    fps = fps or env.metadata.get("render_fps", 30)
     obs, _ = env.reset(seed=seed)
-    frame = env.render()
+    frame = video_frame(env.render())
     with tempfile.TemporaryDirectory() as folder:
         path = Path(folder) / f"episode.{video_format}"
         writer = imageio_ffmpeg.write_frames(
@@ -72,11 +73,24 @@ def record_episode(
             total += float(reward)
             steps += 1
             done = terminated or truncated
-            writer.send(env.render())
+            writer.send(video_frame(env.render()))
         writer.close()
         env.close()
         video = path.read_bytes()
     return Recording(video, mime, total, steps, time.perf_counter() - started)
+
+
+#: Frames smaller than this (MinAtar's 10 x 10 grid) are enlarged, cell by cell, to at least this size.
+MIN_VIDEO_SIDE = 160
+
+
+def video_frame(frame: np.ndarray) -> np.ndarray:
+    """An env's rendered frame as the video's: bytes (a float frame in [0, 1] scaled), and a small grid
+    enlarged by whole pixels so each cell stays sharp."""
+    if frame.dtype != np.uint8:
+        frame = (np.clip(frame, 0.0, 1.0) * 255).astype(np.uint8)
+    factor = -(-MIN_VIDEO_SIDE // min(frame.shape[:2]))
+    return np.repeat(np.repeat(frame, factor, axis=0), factor, axis=1) if factor > 1 else frame
 
 
 def run_policy(run_dir: Path):
