@@ -98,3 +98,37 @@ def test_the_zoos_normalize_reads_as_thrusts_normalisation_and_back(normalize, w
 def test_what_thrust_cannot_read_is_named(text, message):
     with pytest.raises(ConfigError, match=message):
         from_zoo_yaml(text, fields(PPOConfig))
+
+
+#: rl-baselines3-zoo hyperparams/dqn.yml, atari, as the zoo writes it (under a game's id).
+ZOO_DQN_ATARI = """
+ALE/Breakout-v5:
+  env_wrapper:
+    - stable_baselines3.common.atari_wrappers.AtariWrapper
+  frame_stack: 4
+  policy: 'CnnPolicy'
+  n_timesteps: !!float 1e7
+  buffer_size: 100000
+  learning_rate: !!float 1e-4
+  batch_size: 32
+  learning_starts: 100000
+  target_update_interval: 1000
+  train_freq: 4
+  gradient_steps: 1
+  exploration_fraction: 0.1
+  exploration_final_eps: 0.01
+  optimize_memory_usage: False
+"""
+
+
+def test_the_zoos_atari_entry_is_the_atari_preset_and_exports_back():
+    fields = {field.name for field in dataclasses.fields(DQNConfig)}
+    env_id, timesteps, overrides = from_zoo_yaml(ZOO_DQN_ATARI, fields)
+    preset = get_preset("dqn", env_id)
+    assert timesteps == preset.timesteps and overrides == preset.config  # AtariWrapper -> env_wrapper atari
+    spec = make_spec("dqn", env_id)
+    text = to_zoo_yaml({"config": spec.config, "timesteps": spec.timesteps, "env": spec.env, "algo": "dqn"})
+    assert "CnnPolicy" in text and "AtariWrapper" in text and "net_arch" not in text
+    assert from_zoo_yaml(text, fields)[2]["env_wrapper"] == "atari"
+    with pytest.raises(ConfigError, match="env_wrapper .*MyWrapper.*: Thrust has the zoo's AtariWrapper"):
+        from_zoo_yaml(ZOO_DQN_ATARI.replace("stable_baselines3.common.atari_wrappers.AtariWrapper", "my.MyWrapper"), fields)

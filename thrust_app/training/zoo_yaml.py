@@ -20,7 +20,13 @@ from ..config import ConfigError
 #: Thrust config fields the zoo spells differently or not at all.
 SCHEDULED = {"learning_rate": "lr_schedule", "clip_range": "clip_schedule"}
 NETWORK = ("hidden", "activation")
-ZOO_ONLY_IGNORED = ("policy", "n_timesteps", "env_wrapper", "frame_stack")
+#: Read and set aside: the policy class follows the observations; SB3's optimize_memory_usage is a storage layout,
+#: which Thrust's replay buffer chooses itself (`share_frames`, the same samples either way).
+ZOO_ONLY_IGNORED = ("policy", "n_timesteps", "optimize_memory_usage")
+#: The zoo's `env_wrapper` class for Thrust's `atari` pipeline (envs/pipeline.py).
+ZOO_ATARI_WRAPPER = "stable_baselines3.common.atari_wrappers.AtariWrapper"
+#: Thrust settings about how a run computes or steps its envs, not what it learns: comments on export.
+THRUST_ONLY = ("update", "acting", "cuda_graphs", "loss", "double_dqn", "vec_env", "share_frames")
 #: VecNormalize's keyword arguments that the zoo's `normalize` may hold as a dict, and Thrust's fields for them.
 NORMALIZE_KEYS = {"norm_obs": "norm_obs", "norm_reward": "norm_reward", "clip_obs": "clip_obs", "clip_reward": "clip_reward"}
 #: Thrust's envs whose dynamics are gymnasium's (tests step both side by side): the zoo knows the gymnasium id.
@@ -32,20 +38,28 @@ GYMNASIUM_TWINS = {"thrust/CartPole-v0": "CartPole-v1", "thrust/Pendulum-v0": "P
 def to_zoo_yaml(run_config: dict[str, Any]) -> str:
     """A run's config.json as a zoo hyperparameter file with one entry, keyed by the env id."""
     config = dict(run_config["config"])
-    entry: dict[str, Any] = {"n_timesteps": run_config["timesteps"], "policy": "MlpPolicy"}
+    images = config.get("env_wrapper", "none") != "none"
+    entry: dict[str, Any] = {"n_timesteps": run_config["timesteps"], "policy": "CnnPolicy" if images else "MlpPolicy"}
+    wrapper = config.pop("env_wrapper", "none")
+    if wrapper == "atari":
+        entry["env_wrapper"] = [ZOO_ATARI_WRAPPER]
+    if config.get("frame_stack", 1) == 1:
+        config.pop("frame_stack", None)
     for key, schedule_key in SCHEDULED.items():
         if key in config:
             value = config.pop(key)
             entry[key] = f"lin_{value}" if config.pop(schedule_key, "constant") == "linear" else value
     hidden, activation = config.pop("hidden", None), config.pop("activation", None)
-    kwargs = [f"net_arch=[{', '.join(map(str, hidden))}]"] if hidden else []
+    kwargs = [f"net_arch=[{', '.join(map(str, hidden))}]"] if hidden and not images else []  # a CNN has no hidden sizes
     if activation == "relu":
         kwargs.append("activation_fn=nn.ReLU")
     if activation == "tanh":
         kwargs.append("activation_fn=nn.Tanh")
     if kwargs:
         entry["policy_kwargs"] = f"dict({', '.join(kwargs)})"
-    thrust_only = {key: config.pop(key) for key in ("update", "loss", "double_dqn") if key in config}
+    thrust_only = {key: config.pop(key) for key in THRUST_ONLY if key in config}
+    if wrapper == "minatar":  # the zoo has no MinAtar wrapper
+        thrust_only["env_wrapper"] = wrapper
     normalize = {key: config.pop(field) for key, field in NORMALIZE_KEYS.items() if field in config}
     config.pop("norm_epsilon", None)
     if config.get("normalize"):  # the zoo's form: true, or a dict of VecNormalize's arguments
@@ -81,6 +95,8 @@ def from_zoo_yaml(text: str, fields: set[str]) -> tuple[str, int | None, dict[st
             overrides.update(_network(str(value)))
         elif key == "normalize":
             overrides.update(_normalize(value))
+        elif key == "env_wrapper":
+            overrides["env_wrapper"] = _wrapper(value)
         elif key in fields:
             overrides[key] = value
         elif key not in ZOO_ONLY_IGNORED:
@@ -89,6 +105,15 @@ def from_zoo_yaml(text: str, fields: set[str]) -> tuple[str, int | None, dict[st
         raise ConfigError(f"Thrust has no setting for the zoo keys {', '.join(unknown)}; remove them to load the rest")
     timesteps = entry.get("n_timesteps")
     return str(env_id), int(float(timesteps)) if timesteps is not None else None, overrides
+
+
+def _wrapper(value: Any) -> str:
+    """Thrust's `env_wrapper` for the zoo's (a class path, or a list of them): SB3's AtariWrapper is `atari`."""
+    paths = [value] if isinstance(value, (str, dict)) else list(value or [])
+    names = [next(iter(path)) if isinstance(path, dict) else str(path) for path in paths]
+    if names == [ZOO_ATARI_WRAPPER] or names == ["AtariWrapper"]:
+        return "atari"
+    raise ConfigError(f"env_wrapper {value!r}: Thrust has the zoo's AtariWrapper ({ZOO_ATARI_WRAPPER}) only")
 
 
 def _normalize(value: Any) -> dict[str, Any]:
