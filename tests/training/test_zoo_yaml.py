@@ -130,5 +130,5 @@ def test_the_zoos_atari_entry_is_the_atari_preset_and_exports_back():
     text = to_zoo_yaml({"config": spec.config, "timesteps": spec.timesteps, "env": spec.env, "algo": "dqn"})
     assert "CnnPolicy" in text and "AtariWrapper" in text and "net_arch" not in text
     assert from_zoo_yaml(text, fields)[2]["env_wrapper"] == "atari"
-    with pytest.raises(ConfigError, match="env_wrapper .*MyWrapper.*: Thrust has the zoo's AtariWrapper"):
+    with pytest.raises(ConfigError, match=r"env_wrapper .*MyWrapper.*: Thrust has the zoo's AtariWrapper"):
         from_zoo_yaml(ZOO_DQN_ATARI.replace("stable_baselines3.common.atari_wrappers.AtariWrapper", "my.MyWrapper"), fields)
