@@ -145,6 +145,10 @@ def main() -> None:
             lambda: thrust_sps("ppo", args.ppo_steps, {"vec_env": "async"}),
             lambda: sb3_sps("ppo", args.ppo_steps, 8, "async", 0),
         ),
+        "ppo envpool (Thrust) vs DummyVecEnv (SB3)": (
+            lambda: thrust_sps("ppo", args.ppo_steps, {"vec_env": "envpool"}),
+            lambda: sb3_sps("ppo", args.ppo_steps, 8, "sync", 0),
+        ),
         "dqn (1 env)": (
             lambda: thrust_sps("dqn", args.dqn_steps, {"learning_starts": dqn_start}),
             lambda: sb3_sps("dqn", args.dqn_steps, 1, "sync", dqn_start),

@@ -99,10 +99,11 @@ class AlgoConfig:
         "rewards become their sign for training only); minatar = MinAtar's grids channels first",
     )
     frame_stack: int = param(1, "the last N observations stacked as one (the zoo's frame_stack; 1 = none)", ge=1)
-    vec_env: Literal["sync", "async"] = param(
+    vec_env: Literal["sync", "async", "envpool"] = param(
         "sync",
-        "how a gymnasium env's copies step: sync (one after another in the training process) or async (each in a "
-        "worker process, gymnasium's AsyncVectorEnv: for envs whose step is slow, Atari's or MuJoCo's)",
+        "how a gymnasium env's copies step: sync (one after another in the training process), async (each in a "
+        "worker process, gymnasium's AsyncVectorEnv: for envs whose step is slow, Atari's or MuJoCo's) or envpool "
+        "(Atari games in EnvPool's C++ threads, with the atari pipeline)",
     )
 
     def validate(self) -> None:

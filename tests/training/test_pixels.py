@@ -27,6 +27,7 @@ def eval_returns(target, capsys) -> list[str]:
     [
         ("ppo", "MinAtar/Breakout-v1", {"n_envs": 4, "n_steps": 64, "batch_size": 64}),
         ("dqn", "ALE/Pong-v5", {"buffer_size": 2_000, "learning_starts": 300, "vec_env": "async", "n_envs": 2}),
+        ("ppo", "ALE/Pong-v5", {"vec_env": "envpool", "n_envs": 4, "n_steps": 64, "batch_size": 64}),
     ],
 )
 def test_an_image_run_trains_resumes_exports_and_evaluates_alike(algo, env_id, settings, tmp_path, capsys):

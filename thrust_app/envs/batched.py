@@ -296,7 +296,7 @@ def make_batched(
     each looped env. `check_actions=False` skips validating actions in array-batched envs (each check
     is a device-to-host sync); trainers whose actions come from the action space use it. A `pipeline`
     (envs/pipeline.py) wraps each looped env with its training steps; `vec_env="async"` steps the copies in
-    worker processes (envs/async_vec.py).
+    worker processes (envs/async_vec.py), `vec_env="envpool"` an Atari game's in EnvPool (envs/envpool_vec.py).
     """
     from . import make_env
     from .core import UnknownEnvError, resolve_env_id
@@ -312,6 +312,10 @@ def make_batched(
         if env_kwargs:
             raise TypeError(f"{env_id} takes no options, got {sorted(env_kwargs)}")
         return BATCHED_ENVS[env_id](num_envs, seed=seed, backend=backend, device=device, check_actions=check_actions)
+    if vec_env == "envpool":
+        from .envpool_vec import EnvPoolVecEnv
+
+        return EnvPoolVecEnv(env_id, num_envs, pipeline or Pipeline(), seed, backend)
     make_env(env_id, **env_kwargs).close()  # fail here, once, with a clear message for unknown names
     make_copy = functools.partial(make_env, env_id, pipeline, True, **env_kwargs)
     if vec_env == "async":
