@@ -148,9 +148,10 @@ def _torch_policy(run, device: str):
     spec, policy = load_policy(run, device)
     on = next(policy.parameters()).device
 
-    def act(obs):
+    def act(obs, masks=None):
         with torch.no_grad():
-            return deterministic_action(policy, torch.as_tensor(obs, device=on)).cpu().numpy()
+            mask = None if masks is None else torch.as_tensor(masks, device=on)
+            return deterministic_action(policy, torch.as_tensor(obs, device=on), mask).cpu().numpy()
 
     return act, spec.env, Pipeline.of(spec.config), f"{spec.algo} run"
 

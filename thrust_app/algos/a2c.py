@@ -59,5 +59,6 @@ class A2C(OnPolicyAlgorithm):
     def update(self, rollout: Rollout, advantages: torch.Tensor, returns: torch.Tensor) -> dict[str, float]:
         """One policy-gradient step on the whole rollout; returns the losses."""
         loss_fn = partial(a2c_loss, advantages=advantages.flatten(), returns=returns.flatten(), config=self.config)
-        logs = self.optimize(rollout.obs.flatten(0, 1), rollout.actions.flatten(0, 1), loss_fn)
+        masks = None if rollout.masks is None else rollout.masks.flatten(0, 1)
+        logs = self.optimize(rollout.obs.flatten(0, 1), rollout.actions.flatten(0, 1), loss_fn, masks)
         return dict(zip(LOG_NAMES, logs.tolist(), strict=True))

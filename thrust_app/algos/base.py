@@ -45,6 +45,8 @@ class Algorithm(ABC):
     Config: ClassVar[type[AlgoConfig]]
     #: The action spaces it can act in.
     supports: ClassVar[tuple[type, ...]] = (Discrete, Box)
+    #: Whether it samples and learns under the action masks an env offers (A2C, PPO: sb3-contrib's MaskablePPO).
+    uses_masks: ClassVar[bool] = False
 
     def __init__(
         self,
@@ -168,9 +170,10 @@ class Algorithm(ABC):
             )
 
 
-def deterministic_action(policy: nn.Module, obs: torch.Tensor) -> torch.Tensor:
-    """The action of `policy.act`: the argmax for discrete policies, the bounded action otherwise."""
-    out = policy.act(obs)
+def deterministic_action(policy: nn.Module, obs: torch.Tensor, mask: torch.Tensor | None = None) -> torch.Tensor:
+    """The action of `policy.act`: the argmax for discrete policies (among the actions `mask` allows, where
+    the env offers masks), the bounded action otherwise."""
+    out = policy.act(obs) if mask is None else policy.act(obs, mask)
     return out[1] if isinstance(out, tuple) else out
 
 

@@ -59,6 +59,7 @@ class OnPolicyAlgorithm(Algorithm):
     """Collect `n_steps` per env with the current policy, compute GAE, call `update`."""
 
     config: OnPolicyConfig
+    uses_masks = True
 
     def __init__(self, obs_shape, action_space, config: OnPolicyConfig, device, seed, obs_dtype="float32") -> None:
         super().__init__(obs_shape, action_space, config, device, seed, obs_dtype)
@@ -80,18 +81,22 @@ class OnPolicyAlgorithm(Algorithm):
     def stateful_parts(self):
         return {"net": self.net, "optimizer": self.optimizer}
 
-    def optimize(self, obs: torch.Tensor, actions: torch.Tensor, loss_fn: ActorCriticLoss) -> torch.Tensor:
-        """One optimizer step on `loss_fn(log_prob, entropy, value)` at (obs, actions), gradients clipped to
-        `max_grad_norm`; returns the logs `loss_fn` reports."""
-        logs = self.backward(obs, actions, loss_fn)
+    def optimize(
+        self, obs: torch.Tensor, actions: torch.Tensor, loss_fn: ActorCriticLoss, masks: torch.Tensor | None = None
+    ) -> torch.Tensor:
+        """One optimizer step on `loss_fn(log_prob, entropy, value)` at (obs, actions) (under the action `masks`
+        the samples were drawn with), gradients clipped to `max_grad_norm`; returns the logs `loss_fn` reports."""
+        logs = self.backward(obs, actions, loss_fn) if masks is None else self.backward(obs, actions, loss_fn, masks)
         clip_grad_norm_(self.net.flat, self.config.max_grad_norm)
         self.optimizer_step()
         return logs.detach()
 
-    def backward(self, obs: torch.Tensor, actions: torch.Tensor, loss_fn: ActorCriticLoss) -> torch.Tensor:
+    def backward(
+        self, obs: torch.Tensor, actions: torch.Tensor, loss_fn: ActorCriticLoss, masks: torch.Tensor | None = None
+    ) -> torch.Tensor:
         """The net's gradients of `loss_fn(log_prob, entropy, value)` at (obs, actions), by autograd; the logs."""
         self.net.zero_grad()
-        loss, logs = loss_fn(*self.net.evaluate_actions(obs, actions))
+        loss, logs = loss_fn(*self.net.evaluate_actions(obs, actions, masks))
         loss.backward()
         return logs
 

@@ -84,6 +84,7 @@ class PPO(OnPolicyAlgorithm):
         config = self.config
         obs, actions = rollout.obs.flatten(0, 1), rollout.actions.flatten(0, 1)
         samples = Minibatch(rollout.log_probs.flatten(), rollout.values.flatten(), advantages.flatten(), returns.flatten())
+        masks = None if rollout.masks is None else rollout.masks.flatten(0, 1)
         n_samples = obs.shape[0]
         logged: list[torch.Tensor] = []
         for _ in range(config.n_epochs):
@@ -94,13 +95,17 @@ class PPO(OnPolicyAlgorithm):
                 minibatch = tuple(values.index_select(0, index) for values in (obs, actions, *samples))
                 # a step replayed from a CUDA graph returns the graph's own log tensor, which the next replay
                 # overwrites: keep a copy
-                logged.append(self.step_minibatch(minibatch).clone())
+                if masks is None:
+                    logged.append(self.step_minibatch(minibatch).clone())
+                else:
+                    logged.append(self.step_minibatch(minibatch, masks.index_select(0, index)).clone())
             if config.target_kl and float(logged[-1][3]) > 1.5 * config.target_kl:
                 break
         return dict(zip(LOG_NAMES, torch.stack(logged).mean(0).tolist(), strict=True))
 
-    def step_minibatch(self, minibatch: Sequence[torch.Tensor]) -> torch.Tensor:
-        """One optimizer step on (obs, actions, old log-probs, old values, advantages, returns); returns its logs."""
+    def step_minibatch(self, minibatch: Sequence[torch.Tensor], masks: torch.Tensor | None = None) -> torch.Tensor:
+        """One optimizer step on (obs, actions, old log-probs, old values, advantages, returns), under the action
+        `masks` the actions were sampled with; returns its logs."""
         obs, actions, *samples = minibatch
         loss_fn = partial(ppo_loss, batch=Minibatch(*samples), clip_range=self.clip_range, config=self.config)
-        return self.optimize(obs, actions, loss_fn)
+        return self.optimize(obs, actions, loss_fn, masks)

@@ -29,17 +29,22 @@ class Rollout:
     last_values: torch.Tensor  #: (N,) value of the observation after the last step
     episode_returns: list[float]  #: returns of the episodes that finished during the rollout
     episode_lengths: list[int]
+    masks: torch.Tensor | None = None  #: (T, N, n_actions) the actions allowed at each obs, for an env with masks
 
 
 #: What a rollout records per step, in this order.
-#: "ended" only from envs that report whole episodes apart from their ends (BatchStep.episode_end).
-RECORDED = ("obs", "actions", "log_probs", "values", "rewards", "terminated", "truncated", "returns", "lengths", "ended")
+#: "ended" only from envs that report whole episodes apart from their ends (BatchStep.episode_end), "masks" only
+#: from envs that offer action masks.
+RECORDED = (
+    "obs", "actions", "log_probs", "values", "rewards", "terminated", "truncated", "returns", "lengths", "ended", "masks"
+)  # fmt: skip
 
 
-def record_step(recorded: dict[str, list], policy_items: tuple, step) -> None:
+def record_step(recorded: dict[str, list], policy_items: tuple, step, mask=None) -> None:
     """Append one step to `recorded` (a list per RECORDED key): the observation, action, log-prob, value and
-    reward in `policy_items`, the ends and episode figures from the env's `step` (tensors or arrays alike)."""
-    items = (*policy_items, step.terminated, step.truncated, step.episode_return, step.episode_length, step.episode_end)
+    reward in `policy_items`, the ends and episode figures from the env's `step` (tensors or arrays alike),
+    and the action mask the action was sampled under."""
+    items = (*policy_items, step.terminated, step.truncated, step.episode_return, step.episode_length, step.episode_end, mask)
     for key, item in zip(RECORDED, items, strict=True):
         if item is not None:
             recorded[key].append(item)
@@ -56,6 +61,7 @@ def make_rollout(steps: dict[str, torch.Tensor], last_values: torch.Tensor) -> R
     returns = steps.pop("returns")
     lengths = steps.pop("lengths")
     ended = steps.pop("ended", done)
+    steps.setdefault("masks", None)
     return Rollout(
         **steps,
         dones=done.float(),
@@ -77,16 +83,17 @@ def collect_steps(
     """Run the policy for `n_steps` steps of every env. With the env's arrays on the learner's device this
     makes no host round trip, which is what lets cuda_graphs.CapturedCollection capture it."""
     recorded: dict[str, list[torch.Tensor]] = {key: [] for key in RECORDED}
+    mask = env_io.masks(env)
     for _ in range(n_steps):
-        action, log_prob, value = policy.sample(obs)
+        action, log_prob, value = policy.sample(obs, mask)
         step = env_io.step(env, policy.env_action(action))
         reward = step.reward
         # On a device, always computing the bootstrap values is cheaper than asking the host whether any
         # episode was truncated (a sync per step); on the host the question is free.
         if env_io.env_on_device(env) or bool(step.truncated.any()):
             reward = reward + gamma * (step.truncated & ~step.terminated) * policy.value(step.final_obs)
-        record_step(recorded, (obs, action, log_prob, value, reward), step)
-        obs = step.obs
+        record_step(recorded, (obs, action, log_prob, value, reward), step, mask)
+        obs, mask = step.obs, env_io.masks(env)
     steps = stacked(recorded, torch.stack)  # (T, N) each: one op per array, not per step
     return steps, policy.value(obs), obs
 

@@ -14,6 +14,7 @@ import numpy as np
 
 from ..envs import make_env
 from ..envs.pipeline import Pipeline
+from ..envs.vec import env_action_mask
 
 #: Container -> (ffmpeg codec, extra output options, MIME type). x264 "ultrafast" and VP9 "realtime"
 #: trade file size for speed: these are short clips of flat-coloured frames.
@@ -51,7 +52,8 @@ def record_episode(
     if fps is None and pipeline is not None and pipeline.wrapper == "atari":
         fps = 60 // 4  # the emulator's 60 frames a second, 4 of them per agent step: the game's own speed
     fps = fps or env.metadata.get("render_fps", 30)
-    obs, _ = env.reset(seed=seed)
+    obs, info = env.reset(seed=seed)
+    mask = env_action_mask(env, info)
     frame = video_frame(env.render())
     with tempfile.TemporaryDirectory() as folder:
         path = Path(folder) / f"episode.{video_format}"
@@ -68,8 +70,10 @@ def record_episode(
         writer.send(frame)
         total, steps, done = 0.0, 0, False
         while not done:
-            action = np.asarray(act(obs[None] if obs.dtype == np.uint8 else obs[None].astype(np.float32)))[0]
-            obs, reward, terminated, truncated, _ = env.step(action if action.ndim else action.item())
+            batch = obs[None] if obs.dtype == np.uint8 else obs[None].astype(np.float32)
+            action = np.asarray(act(batch) if mask is None else act(batch, mask[None]))[0]
+            obs, reward, terminated, truncated, info = env.step(action if action.ndim else action.item())
+            mask = env_action_mask(env, info)
             total += float(reward)
             steps += 1
             done = terminated or truncated
@@ -102,8 +106,9 @@ def run_policy(run_dir: Path):
 
     spec, policy = load_policy(run_dir)
 
-    def act(obs):
+    def act(obs, masks=None):
         with torch.no_grad():
-            return deterministic_action(policy, torch.as_tensor(obs)).numpy()
+            mask = None if masks is None else torch.as_tensor(masks)
+            return deterministic_action(policy, torch.as_tensor(obs), mask).numpy()
 
     return spec.env, act, Pipeline.of(spec.config)

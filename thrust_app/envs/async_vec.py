@@ -16,7 +16,7 @@ import gymnasium as gym
 import numpy as np
 
 from .arrays import BackendName
-from .vec import BatchStep, LoopVecEnv, reports_episodes
+from .vec import BatchStep, LoopVecEnv, has_mask_method, reports_episodes
 
 
 class AsyncVecEnv(LoopVecEnv):
@@ -36,6 +36,7 @@ class AsyncVecEnv(LoopVecEnv):
         try:
             self.describe(probe, num_envs, backend, seed, device)
             self.reports_episodes = reports_episodes(probe)
+            self._mask_method = has_mask_method(probe)
         finally:
             probe.close()
         self.vector = gym.vector.AsyncVectorEnv(
@@ -43,14 +44,26 @@ class AsyncVecEnv(LoopVecEnv):
         )
         self._returns = [0.0] * num_envs
         self._lengths = [0] * num_envs
+        self._masks = None
 
     def reset(self, seed: int | None = None) -> Any:
         seed = self._seed if seed is None else seed
         self._seed = None
         self._returns = [0.0] * self.num_envs
         self._lengths = [0] * self.num_envs
-        obs, _ = self.vector.reset(seed=None if seed is None else [seed + i for i in range(self.num_envs)])
+        obs, infos = self.vector.reset(seed=None if seed is None else [seed + i for i in range(self.num_envs)])
+        self.keep_vector_masks(infos)
         return self._stack(list(obs))
+
+    def keep_vector_masks(self, infos: dict) -> None:
+        """The workers' action masks at their current observations: their `action_masks()`, else the
+        `action_mask` of the infos the reset or step returned (a reset's, where an episode ended)."""
+        if self._mask_method:
+            self._masks = [np.asarray(mask, dtype=bool) for mask in self.vector.call("action_masks")]
+        elif "action_mask" in infos:
+            self._masks = [np.asarray(mask, dtype=bool) for mask in infos["action_mask"]]
+        else:
+            self._masks = None
 
     def step(self, actions: Any) -> BatchStep:
         actions = self.env_actions(actions)
@@ -61,6 +74,7 @@ class AsyncVecEnv(LoopVecEnv):
             final = infos["final_obs"][i] if ended[i] else obs[i]
             info = episode_info(infos.get("final_info", {}), i) if ended[i] else {}
             rows.append((obs[i], final, rewards[i], terms[i], truncs[i], *self.score(i, rewards[i], bool(ended[i]), info)))
+        self.keep_vector_masks(infos)
         return self.batch(rows)
 
     def close(self) -> None:

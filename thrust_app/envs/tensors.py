@@ -39,6 +39,11 @@ class EnvIO:
         t = torch.from_numpy(np.ascontiguousarray(x))
         return t if self.device.type == "cpu" else t.to(self.device)  # skip a no-op call per array per step
 
+    def masks(self, env: VecEnv) -> torch.Tensor | None:
+        """The env's action masks at its current observations as a bool tensor here, or None without masks."""
+        masks = env.action_masks()
+        return None if masks is None else self.tensor(masks)
+
     def reset(self, env: VecEnv, seed: int | None = None) -> torch.Tensor:
         return self.tensor(env.reset(seed))
 

@@ -69,9 +69,34 @@ class VecEnv(ABC):
     def set_state(self, state: dict[str, Any]) -> None:
         raise NotImplementedError(f"{type(self).__name__} cannot restore a saved state")
 
+    def action_masks(self) -> Any | None:
+        """(N, n_actions) bool: the actions each copy allows at its current observation, for an env that
+        offers masks (see `env_action_mask`); None for one that does not."""
+        return None
+
     def restores_episodes(self, state: dict[str, Any] | None) -> bool:
         """Whether `set_state(state)` puts the episodes back where they were (else a resumed run resets)."""
         return state is not None
+
+
+def env_action_mask(env: Any, info: dict) -> Any | None:
+    """The actions a gymnasium env allows at its current observation, the two ways sb3-contrib's MaskablePPO
+    reads them: the env's (or a wrapper's) `action_masks()` method, else `info["action_mask"]` from the
+    reset or step that gave the observation. None when the env offers neither."""
+    import numpy as np
+
+    if has_mask_method(env):
+        return np.asarray(env.get_wrapper_attr("action_masks")(), dtype=bool)
+    mask = info.get("action_mask")
+    return None if mask is None else np.asarray(mask, dtype=bool)
+
+
+def has_mask_method(env: Any) -> bool:
+    """True when the env (or one of its wrappers) has an `action_masks()` method."""
+    try:
+        return callable(env.get_wrapper_attr("action_masks"))
+    except AttributeError:
+        return False
 
 
 def from_gym_space(space: Any, what: str, env_id: str) -> Box | Discrete:
@@ -123,6 +148,8 @@ class LoopVecEnv(VecEnv):
         self.reports_episodes = reports_episodes(first)
         self._returns = [0.0] * num_envs
         self._lengths = [0] * num_envs
+        self._masks: list[Any] | None = None  #: each copy's mask at its current observation (masked envs)
+        self._mask_method = has_mask_method(first)
 
     def describe(self, first: Any, num_envs: int, backend: BackendName, seed: int | None, device: str) -> None:
         """Id, spaces and backend from one of the copies."""
@@ -152,18 +179,36 @@ class LoopVecEnv(VecEnv):
         self._seed = None
         self._returns = [0.0] * self.num_envs
         self._lengths = [0] * self.num_envs
-        return self._stack([env.reset(seed=None if seed is None else seed + i)[0] for i, env in enumerate(self.envs)])
+        resets = [env.reset(seed=None if seed is None else seed + i) for i, env in enumerate(self.envs)]
+        self.keep_masks([info for _, info in resets])
+        return self._stack([obs for obs, _ in resets])
+
+    def keep_masks(self, infos: list[dict]) -> None:
+        """Each copy's action mask at the observation it is now at (None throughout for an env without masks)."""
+        if not self._mask_method and not any(info.get("action_mask") is not None for info in infos):
+            self._masks = None
+            return
+        masks = [env_action_mask(env, info) for env, info in zip(self.envs, infos, strict=True)]
+        self._masks = None if all(mask is None for mask in masks) else masks
+
+    def action_masks(self) -> Any | None:
+        import numpy as np
+
+        return None if self._masks is None else np.stack(self._masks)
 
     def step(self, actions: Any) -> BatchStep:
         actions = self.env_actions(actions)
         continuous = isinstance(self.action_space, Box)
-        rows = []
+        rows, infos = [], []
         for i, (env, action) in enumerate(zip(self.envs, actions, strict=True)):
             o, r, term, trunc, info = env.step(action if continuous else int(action))
             final = o
             if term or trunc:
-                o, _ = env.reset()
+                o, reset_info = env.reset()
+                info = {**info, "action_mask": reset_info.get("action_mask")}  # the new episode's mask
             rows.append((o, final, r, term, trunc, *self.score(i, r, term or trunc, info)))
+            infos.append(info)
+        self.keep_masks(infos)
         return self.batch(rows)
 
     def score(self, i: int, reward: float, done: bool, info: dict) -> tuple[float, int, bool]:

@@ -35,8 +35,8 @@ class NormalizedPolicy(nn.Module):
         super().__init__()
         self.policy, self.normalizer = policy, normalizer
 
-    def act(self, obs: torch.Tensor):
-        return self.policy.act(self.normalizer(obs))
+    def act(self, obs: torch.Tensor, *mask: torch.Tensor):
+        return self.policy.act(self.normalizer(obs), *mask)
 
     def forward(self, obs: torch.Tensor):
         return self.act(obs)

@@ -22,6 +22,16 @@ from ..envs.core import Box, Discrete
 from .flat_params import FlatParameters
 
 ACTIVATIONS = {"tanh": nn.Tanh, "relu": nn.ReLU}
+#: The logit of an action a mask forbids (sb3-contrib's MaskableCategorical): exp() of it is 0, so it is never
+#: sampled nor the argmax, and unlike -inf it keeps p * log p = 0 in the entropy.
+MASKED_LOGIT = -1e8
+
+
+def masked(logits: torch.Tensor, mask: torch.Tensor | None) -> torch.Tensor:
+    """`logits` with the actions `mask` (bool, True = allowed) forbids set to MASKED_LOGIT; as they are without one."""
+    return logits if mask is None else logits.masked_fill(~mask, MASKED_LOGIT)
+
+
 ACTIVATION_FUNCTIONS = {"tanh": torch.tanh, "relu": torch.relu}
 
 
@@ -271,10 +281,13 @@ class ActorCritic(BoundsMixin, FlatParameters):
             return Categorical(logits=head_out, validate_args=False)
         return Normal(head_out, self.log_std.exp().expand_as(head_out), validate_args=False)
 
-    def evaluate_actions(self, obs: torch.Tensor, actions: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-        """Per sample: log pi(a|s) of `actions`, the policy's entropy, and V(s); differentiable (SB3's name)."""
+    def evaluate_actions(
+        self, obs: torch.Tensor, actions: torch.Tensor, mask: torch.Tensor | None = None
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """Per sample: log pi(a|s) of `actions`, the policy's entropy, and V(s); differentiable (SB3's name).
+        With an action `mask` the distribution is over the allowed actions only (sb3-contrib's MaskablePPO)."""
         pi_features, vf_features = self.features(obs)
-        dist = self.distribution(self.pi_head(pi_features))
+        dist = self.distribution(masked(self.pi_head(pi_features), mask))
         log_prob, entropy = dist.log_prob(actions), dist.entropy()
         if not self.discrete:  # independent action dimensions: log-probs and entropies add up
             log_prob, entropy = log_prob.sum(-1), entropy.sum(-1)
@@ -287,10 +300,11 @@ class ActorCritic(BoundsMixin, FlatParameters):
         return self.vf_head(features).squeeze(-1)
 
     @torch.no_grad()
-    def sample(self, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-        """A sampled action, its log-probability and the value of `obs`: what a rollout records per step."""
+    def sample(self, obs: torch.Tensor, mask: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """A sampled action (among those `mask` allows), its log-probability and the value of `obs`: what a
+        rollout records per step."""
         pi_features, vf_features = self.features(obs)
-        head_out = nn.functional.linear(pi_features, self.pi_head.weight, self.pi_head.bias)
+        head_out = masked(nn.functional.linear(pi_features, self.pi_head.weight, self.pi_head.bias), mask)
         value = nn.functional.linear(vf_features, self.vf_head.weight, self.vf_head.bias).squeeze(-1)
         if not self.discrete:
             dist = self.distribution(head_out)
@@ -305,9 +319,10 @@ class ActorCritic(BoundsMixin, FlatParameters):
         """What the env receives: the sample itself (discrete) or the sample clipped to the bounds."""
         return action if self.discrete else torch.clamp(action, self.low, self.high)
 
-    def act(self, obs: torch.Tensor) -> torch.Tensor | tuple[torch.Tensor, torch.Tensor]:
+    def act(self, obs: torch.Tensor, mask: torch.Tensor | None = None) -> torch.Tensor | tuple[torch.Tensor, torch.Tensor]:
         out = self.pi_head(self.encoder(obs) if self.uses_cnn else self.towers.tower(obs, 0))
         if self.discrete:
+            out = masked(out, mask)
             return out, out.argmax(-1)
         return torch.clamp(out, self.low, self.high)
 

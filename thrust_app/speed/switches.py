@@ -55,10 +55,25 @@ class SpeedChoice:
 def apply_speed(algo: Algorithm, env: VecEnv) -> SpeedChoice:
     """Resolve the run's `acting`, `update` and `cuda_graphs` settings for `algo` stepping `env`, and put
     each chosen form in place; returns (and keeps as `algo.speed`) what was chosen."""
+    if env.action_masks() is not None:
+        return reference_for_masks(algo)
     choice = SpeedChoice(acting=choose_acting(algo, env), update=choose_update(algo))
     choice.graphed = choose_graphs(algo, env, choice.update != "reference")
     algo.speed = choice
     return choice
+
+
+def reference_for_masks(algo: Algorithm) -> SpeedChoice:
+    """An env with action masks runs the reference throughout: the fast forms compute unmasked logits."""
+    reason = "the env offers action masks, which only the reference applies"
+    if algo.config.acting != "torch":
+        fall_back(algo, "acting", algo.config.acting, "torch", reason)
+    if algo.config.update != "reference":
+        fall_back(algo, "update", algo.config.update, "reference", reason)
+    if getattr(algo.config, "cuda_graphs", False):
+        fall_back(algo, "cuda_graphs", True, "eager steps", reason)
+    algo.speed = SpeedChoice(acting="torch", update="reference")
+    return algo.speed
 
 
 def fall_back(algo: Algorithm, setting: str, asked: object, instead: str, reason: str) -> None:

@@ -1,6 +1,7 @@
 """Deterministic evaluation: K episodes on their own env instances, seeds `seed .. seed+K-1`.
 
-The policy is any function from a batch of observations (numpy: float32, or uint8 frames) to a batch of actions,
+The policy is any function from a batch of observations (numpy: float32, or uint8 frames; and the action
+masks, for an env that offers them) to a batch of actions,
 so the same code evaluates a torch policy and (without importing torch) an ONNX one.
 """
 
@@ -14,6 +15,7 @@ import numpy as np
 
 from ..envs import make_env
 from ..envs.pipeline import Pipeline
+from ..envs.vec import env_action_mask
 
 
 @dataclass
@@ -47,15 +49,20 @@ def evaluate(
     if episodes < 1:
         raise ValueError(f"episodes must be >= 1, got {episodes}")
     envs = [make_env(env_id, pipeline, **(env_kwargs or {})) for _ in range(episodes)]
-    obs = [env.reset(seed=seed + i)[0] for i, env in enumerate(envs)]
+    resets = [env.reset(seed=seed + i) for i, env in enumerate(envs)]
+    obs = [o for o, _ in resets]
+    masks = [env_action_mask(env, info) for env, (_, info) in zip(envs, resets, strict=True)]
     returns, lengths = [0.0] * episodes, [0] * episodes
     live = list(range(episodes))
     while live:
         batch = np.stack([obs[i] for i in live])
-        actions = np.asarray(act(batch if batch.dtype == np.uint8 else batch.astype(np.float32)))
+        batch = batch if batch.dtype == np.uint8 else batch.astype(np.float32)
+        # an env that offers action masks: the policy picks among the allowed actions (act(obs, masks))
+        actions = np.asarray(act(batch) if masks[live[0]] is None else act(batch, np.stack([masks[i] for i in live])))
         still = []
         for i, action in zip(live, actions, strict=True):
-            obs[i], reward, terminated, truncated, _ = envs[i].step(action if action.ndim else action.item())
+            obs[i], reward, terminated, truncated, info = envs[i].step(action if action.ndim else action.item())
+            masks[i] = env_action_mask(envs[i], info)
             returns[i] += float(reward)
             lengths[i] += 1
             if not (terminated or truncated):

@@ -26,7 +26,9 @@ import torch
 from .. import __version__
 from ..algos import build_algorithm
 from ..algos.base import Algorithm, deterministic_action
+from ..config import ConfigError
 from ..envs.batched import make_batched
+from ..envs.core import Discrete
 from ..envs.pipeline import Pipeline
 from ..envs.tensors import EnvIO
 from ..envs.vec import VecEnv
@@ -89,9 +91,10 @@ def host_act(policy: torch.nn.Module) -> Callable[[np.ndarray], np.ndarray]:
     takes about 45 ms this way against about 130 ms acting on the GPU)."""
     host_policy = copy.deepcopy(policy).cpu()
 
-    def act(obs: np.ndarray) -> np.ndarray:
+    def act(obs: np.ndarray, masks: np.ndarray | None = None) -> np.ndarray:
         with torch.no_grad():
-            return deterministic_action(host_policy, torch.as_tensor(obs)).numpy()
+            mask = None if masks is None else torch.as_tensor(masks)
+            return deterministic_action(host_policy, torch.as_tensor(obs), mask).numpy()
 
     return act
 
@@ -112,6 +115,17 @@ def make_training_env(spec: RunSpec, algo: Algorithm, device: torch.device) -> V
         vec_env=config.vec_env,
     )
     return normalized(env, config) if config.normalize else env
+
+
+def check_masks_fit(env: VecEnv, algo: Algorithm) -> None:
+    """An env that offers action masks trains an algorithm that uses them, or the run is refused in one line."""
+    if env.action_masks() is None:
+        return
+    if not algo.uses_masks or not isinstance(algo.action_space, Discrete):
+        raise ConfigError(
+            f"{env.env_id} offers action masks, which Thrust's ppo and a2c use with Discrete actions; {algo.name} "
+            "would ignore them: train ppo or a2c"
+        )
 
 
 class Trainer:
@@ -135,9 +149,10 @@ class Trainer:
         self.algo: Algorithm = build_algorithm(spec.algo, spec.env, spec.config, device, spec.seed)
         self.algo.total_timesteps = spec.timesteps
         self.env = make_training_env(spec, self.algo, device)
-        apply_speed(self.algo, self.env)  # the run's speed switches (speed/switches.py)
         self.env_io = EnvIO(device)
         self.obs = self.env_io.reset(self.env)
+        check_masks_fit(self.env, self.algo)
+        apply_speed(self.algo, self.env)  # the run's speed switches (speed/switches.py)
         threshold = spec.stop_at_return if spec.stop_at_return is not None else solve_threshold(spec.env)
         self.logger = RunLogger(run_dir, spec, threshold, progress, on_record)
         if spec.tensorboard:
@@ -233,10 +248,11 @@ class Trainer:
         return summary
 
     # -- what a caller may ask for ----------------------------------------------------------------
-    def act(self, obs: np.ndarray) -> np.ndarray:
+    def act(self, obs: np.ndarray, masks: np.ndarray | None = None) -> np.ndarray:
         with torch.no_grad():
             obs_tensor = torch.as_tensor(obs, device=self.device)
-            return deterministic_action(evaluated_policy(self.algo, self.env), obs_tensor).cpu().numpy()
+            mask = None if masks is None else torch.as_tensor(masks, device=self.device)
+            return deterministic_action(evaluated_policy(self.algo, self.env), obs_tensor, mask).cpu().numpy()
 
     def checkpoint(self, path: Path | None = None) -> Path:
         """Save everything needed to continue from here (to the run's last.pt unless told another path)."""
