@@ -93,5 +93,5 @@ def test_masked_logits_are_never_sampled_and_keep_a_finite_entropy():
 
 
 def test_an_algorithm_that_would_ignore_masks_is_refused(tmp_path):
-    with pytest.raises(ConfigError, match="offers action masks, which Thrust's ppo and a2c use.*dqn would ignore them"):
+    with pytest.raises(ConfigError, match=r"offers action masks, which Thrust's ppo and a2c use.*dqn would ignore them"):
         train("dqn", "ThrustTest/MaskedChoice-v0", timesteps=1_000, run_dir=tmp_path / "run", progress=False)
