@@ -75,6 +75,7 @@ def test_a_missing_package_is_one_line_naming_the_install(monkeypatch):
         return real_import(name, *args, **kwargs)
 
     monkeypatch.setattr(builtins, "__import__", no_minatar)
+    monkeypatch.delitem(gym.registry, "MinAtar/Breakout-v0", raising=False)  # as before any MinAtar id was made
     with pytest.raises(ModuleNotFoundError, match=r"MinAtar/Breakout-v0 needs MinAtar: pip install .*minatar"):
         register_on_demand("MinAtar/Breakout-v0")
 

@@ -95,3 +95,23 @@ def test_masked_logits_are_never_sampled_and_keep_a_finite_entropy():
 def test_an_algorithm_that_would_ignore_masks_is_refused(tmp_path):
     with pytest.raises(ConfigError, match=r"offers action masks, which Thrust's ppo and a2c use.*dqn would ignore them"):
         train("dqn", "ThrustTest/MaskedChoice-v0", timesteps=1_000, run_dir=tmp_path / "run", progress=False)
+
+
+def test_a_masked_policy_exports_with_the_mask_as_an_input_and_evaluates_alike(tmp_path, capsys):
+    import json
+
+    from thrust_app.cli import main
+    from thrust_app.interop.exporter import export_run
+
+    train("ppo", "ThrustTest/MaskedChoice-v0", timesteps=4_096, run_dir=tmp_path / "run", eval_every=100_000, progress=False)
+    bundle = export_run(tmp_path / "run", tmp_path / "bundle")
+    manifest = json.loads((bundle.path / "manifest.json").read_text())
+    assert [i["name"] for i in manifest["inputs"]] == ["obs", "action_mask"] and manifest["inputs"][1]["dtype"] == "bool"
+    assert manifest["parity"]["action_agreement"] == 1.0
+    MaskedChoice.forbidden_picks = 0
+    outputs = []
+    for target in (bundle.path, tmp_path / "run"):
+        capsys.readouterr()
+        assert main(["eval", str(target), "--episodes", "3"]) == 0
+        outputs.append(capsys.readouterr().out.split("returns:")[1])
+    assert outputs[0] == outputs[1] and MaskedChoice.forbidden_picks == 0

@@ -160,9 +160,13 @@ class OnnxPolicy:
         options.inter_op_num_threads = 1
         self.session = ort.InferenceSession(str(bundle.model_path), options, providers=list(providers or self.PROVIDERS))
         inputs = self.session.get_inputs()
-        if len(inputs) != 1:
-            raise BundleError(f"{bundle.model_path} has {len(inputs)} inputs; a policy takes one (the observation)")
+        if len(inputs) not in (1, 2):
+            raise BundleError(
+                f"{bundle.model_path} has {len(inputs)} inputs; a policy takes the observation (and the action mask)"
+            )
         self.input_name = inputs[0].name
+        #: The action mask's input, for a policy of an env that offers masks (True = allowed).
+        self.mask_name = inputs[1].name if len(inputs) == 2 else None
         #: A graph exported with a fixed batch of 1 (SB3's export recipe) is run one observation at a time.
         self.one_at_a_time = inputs[0].shape[0] == 1
         model_shape = list(inputs[0].shape[1:])
@@ -176,16 +180,22 @@ class OnnxPolicy:
         #: The input's dtype: float32, or uint8 for byte frames (scaled inside the graph).
         self.obs_dtype = np.uint8 if inputs[0].type == "tensor(uint8)" else np.float32
 
-    def run(self, obs: np.ndarray) -> dict[str, np.ndarray]:
+    def run(self, obs: np.ndarray, masks: np.ndarray | None = None) -> dict[str, np.ndarray]:
+        """The graph's outputs for a batch of observations (and, for a masked policy, their action masks:
+        all actions allowed where none are given)."""
         obs = np.ascontiguousarray(obs, dtype=self.obs_dtype)
         if self.one_at_a_time and obs.shape[0] != 1:
-            rows = [self.run(obs[index : index + 1]) for index in range(obs.shape[0])]
+            rows = [self.run(obs[i : i + 1], None if masks is None else masks[i : i + 1]) for i in range(obs.shape[0])]
             return {name: np.concatenate([row[name] for row in rows]) for name in self.output_names}
-        outputs = self.session.run(None, {self.input_name: obs})
+        feed = {self.input_name: obs}
+        if self.mask_name is not None:
+            n_actions = self.bundle.manifest["action_space"]["n"]
+            feed[self.mask_name] = np.ones((len(obs), n_actions), bool) if masks is None else np.asarray(masks, bool)
+        outputs = self.session.run(None, feed)
         return dict(zip(self.output_names, outputs, strict=True))
 
-    def act(self, obs: np.ndarray) -> np.ndarray:
-        return read_actions(self.run(obs), self.bundle)
+    def act(self, obs: np.ndarray, masks: np.ndarray | None = None) -> np.ndarray:
+        return read_actions(self.run(obs, masks), self.bundle)
 
 
 def check_bundle_fits_env(bundle: Bundle) -> None:

@@ -67,8 +67,8 @@ class PolicyGraph(nn.Module):
         self.policy = policy
         self.discrete = discrete
 
-    def forward(self, obs: torch.Tensor):
-        out = self.policy.act(obs)
+    def forward(self, obs: torch.Tensor, mask: torch.Tensor | None = None):
+        out = self.policy.act(obs) if mask is None else self.policy.act(obs, mask)
         if self.discrete:
             scores, action = out
             return scores, action.to(torch.int32)
@@ -109,22 +109,30 @@ def output_specs(algo: str, action_space: Any) -> list[dict[str, Any]]:
 
 
 def export_onnx(
-    graph: PolicyGraph, obs_shape: tuple[int, ...], outputs: list[dict[str, Any]], path: Path, obs_dtype: str = "float32"
+    graph: PolicyGraph,
+    obs_shape: tuple[int, ...],
+    outputs: list[dict[str, Any]],
+    path: Path,
+    obs_dtype: str = "float32",
+    n_masked: int | None = None,
 ) -> None:
+    """The graph as one ONNX file, batch dimension dynamic; `n_masked`: it also takes an (N, n_masked) bool
+    action mask, for a policy of an env that offers masks."""
     example = torch.zeros((2, *obs_shape), dtype=getattr(torch, obs_dtype))  # uint8 frames: the graph scales them
+    batch = torch.export.Dim("batch", min=1)
+    inputs, names, dynamic = (example,), ["obs"], {"obs": {0: batch}}
+    if n_masked is not None:
+        inputs, names = (example, torch.ones((2, n_masked), dtype=torch.bool)), [*names, "action_mask"]
+        dynamic = {"obs": {0: batch}, "mask": {0: batch}}
     # The exporter narrates its passes on stdout and warns about torchvision ops no policy uses.
     registration_log = logging.getLogger("torch.onnx._internal.exporter._registration")
     level = registration_log.level
     registration_log.setLevel(logging.ERROR)
     with contextlib.redirect_stdout(io.StringIO()), warnings.catch_warnings():
         warnings.simplefilter("ignore", FutureWarning)
+        warnings.filterwarnings("ignore", message="The axis name")  # obs and action mask share their batch axis
         program = torch.onnx.export(
-            graph,
-            (example,),
-            dynamo=True,
-            input_names=["obs"],
-            output_names=[o["name"] for o in outputs],
-            dynamic_shapes={"obs": {0: torch.export.Dim("batch", min=1)}},
+            graph, inputs, dynamo=True, input_names=names, output_names=[o["name"] for o in outputs], dynamic_shapes=dynamic
         )
         program.save(str(path), external_data=False)
     registration_log.setLevel(level)
@@ -147,34 +155,53 @@ def random_observations(space: Any, rng: np.random.Generator, n: int) -> np.ndar
 
 def sample_observations(
     env_id: str, policy: nn.Module, rng: np.random.Generator, n_env_steps: int = 256, pipeline: Pipeline | None = None
-) -> dict[str, np.ndarray]:
-    """Random observations (within the space, or N(0, 1) where it is unbounded) and real ones from rollouts."""
+) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray] | None]:
+    """Random observations (within the space, or N(0, 1) where it is unbounded) and real ones from rollouts;
+    for an env that offers action masks, their masks too (random ones, each allowing at least one action,
+    and the env's own), else None."""
     env = make_batched(env_id, 8, seed=int(rng.integers(2**31)), pipeline=pipeline)
     random_obs = random_observations(env.observation_space, rng, LARGE_BATCH)
     obs = env.reset()
-    seen = []
+    seen, seen_masks = [], []
     for _ in range(n_env_steps // 8):
+        masks = env.action_masks()
         seen.append(obs)
+        seen_masks.append(masks)
         with torch.no_grad():
-            action = deterministic_action(policy, torch.as_tensor(obs)).numpy()
+            mask = None if masks is None else torch.as_tensor(masks)
+            action = deterministic_action(policy, torch.as_tensor(obs), mask).numpy()
         obs = env.step(action).obs
     env.close()
-    return {"random": random_obs, "env": np.concatenate(seen)}
+    samples = {"random": random_obs, "env": np.concatenate(seen)}
+    if seen_masks[0] is None:
+        return samples, None
+    random_masks = rng.random((LARGE_BATCH, seen_masks[0].shape[1])) < 0.5
+    random_masks[np.arange(LARGE_BATCH), rng.integers(seen_masks[0].shape[1], size=LARGE_BATCH)] = True
+    return samples, {"random": random_masks, "env": np.concatenate(seen_masks)}
 
 
 def check_parity(
-    graph: PolicyGraph, model_path: Path, manifest: dict[str, Any], samples: dict[str, np.ndarray]
+    graph: PolicyGraph,
+    model_path: Path,
+    manifest: dict[str, Any],
+    samples: dict[str, np.ndarray],
+    masks: dict[str, np.ndarray] | None = None,
 ) -> dict[str, Any]:
-    """Run torch and onnxruntime on the same observations; report the worst difference and agreement."""
+    """Run torch and onnxruntime on the same observations (and action masks); report the worst difference and
+    agreement."""
     runner = OnnxPolicy(Bundle(model_path.parent, manifest))
     names = [o["name"] for o in manifest["outputs"]]
     worst, agree, total, ties = 0.0, 0, 0, 0
-    for obs in samples.values():
-        for batch in [obs[i : i + 1] for i in range(8)] + [obs]:  # batch 1 and the large batch
+    for key, obs in samples.items():
+        allowed = None if masks is None else masks[key]
+        for rows in [slice(i, i + 1) for i in range(8)] + [slice(None)]:  # batch 1 and the large batch
+            batch, mask = obs[rows], None if allowed is None else allowed[rows]
             with torch.no_grad():
-                expected = graph(torch.as_tensor(batch))
+                expected = (
+                    graph(torch.as_tensor(batch)) if mask is None else graph(torch.as_tensor(batch), torch.as_tensor(mask))
+                )
             expected = expected if isinstance(expected, tuple) else (expected,)
-            got = runner.run(batch)
+            got = runner.run(batch, mask)
             for name, want in zip(names, expected, strict=True):
                 want = want.numpy()
                 if want.dtype == np.float32:
@@ -228,6 +255,7 @@ def base_manifest(
     model_path: Path,
     obs_dtype: str = "float32",
     pipeline: Pipeline | None = None,
+    masked: bool = False,
 ) -> dict[str, Any]:
     """The manifest fields every bundle has, exported or imported (parity is added once it is checked)."""
     model = check_model_file(model_path)
@@ -245,7 +273,12 @@ def base_manifest(
             "pipeline": {"env_wrapper": pipeline.wrapper, "frame_stack": pipeline.frame_stack},
         },
         "action_space": action_space_spec(action_space),
-        "inputs": [{"name": "obs", "dtype": obs_dtype, "shape": ["batch", *obs_shape], "meaning": "a batch of observations"}],
+        "inputs": [{"name": "obs", "dtype": obs_dtype, "shape": ["batch", *obs_shape], "meaning": "a batch of observations"}]
+        + (
+            [{"name": "action_mask", "dtype": "bool", "shape": ["batch", action_space.n], "meaning": "the allowed actions"}]
+            if masked
+            else []
+        ),
         "outputs": outputs,
         "action_output": "action",
         "onnx": {
@@ -297,14 +330,17 @@ def write_bundle(
     obs_shape = tuple(obs_space.shape)
     outputs = output_specs(algo, action_space)
     discrete = isinstance(action_space, Discrete)
+    samples, masks = sample_observations(env_id, policy, np.random.default_rng(seed), pipeline=pipeline)
+    n_masked = None if masks is None else action_space.n
     with staged_folder(out_dir) as staging:
         model_path = staging / MODEL_FILE
         graph = PolicyGraph(exported_module(policy), discrete).eval()
-        export_onnx(graph, obs_shape, outputs, model_path, obs_space.dtype)
-        base = base_manifest(env_id, algo, obs_shape, action_space, outputs, model_path, obs_space.dtype, pipeline)
+        export_onnx(graph, obs_shape, outputs, model_path, obs_space.dtype, n_masked)
+        base = base_manifest(
+            env_id, algo, obs_shape, action_space, outputs, model_path, obs_space.dtype, pipeline, masks is not None
+        )
         manifest = {**base, **fields}
-        samples = sample_observations(env_id, policy, np.random.default_rng(seed), pipeline=pipeline)
-        manifest["parity"] = check_parity(PolicyGraph(policy, discrete).eval(), model_path, manifest, samples)
+        manifest["parity"] = check_parity(PolicyGraph(policy, discrete).eval(), model_path, manifest, samples, masks)
         if extra_check is not None:
             manifest["parity"].update(extra_check(samples))
         (staging / MANIFEST_FILE).write_text(json.dumps(manifest, indent=2) + "\n")

@@ -221,9 +221,10 @@ class ActingMLP(BoundsMixin, nn.Module):
         if not self.discrete:
             self._set_bounds(action_space)
 
-    def act(self, obs: torch.Tensor) -> torch.Tensor | tuple[torch.Tensor, torch.Tensor]:
+    def act(self, obs: torch.Tensor, mask: torch.Tensor | None = None) -> torch.Tensor | tuple[torch.Tensor, torch.Tensor]:
         out = self.net(obs.flatten(1))
         if self.discrete:
+            out = masked(out, mask)
             return out, out.argmax(-1)
         return torch.clamp(out, self.low, self.high)
 
