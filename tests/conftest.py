@@ -1,11 +1,14 @@
 """Shared test set-up: one torch thread, as Thrust trains small nets (a second thread only adds
-synchronisation on two cores); a fixture that trains an algorithm for a few iterations."""
+synchronisation on two cores); a fixture that trains an algorithm for a few iterations; a small env with
+action masks (`ThrustTest/MaskedChoice-v0`, masks by method; `ThrustTest/InfoMaskedChoice-v0`, in info)."""
 
 import copy
 import os
 
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 
+import gymnasium as gym
+import numpy as np
 import pytest
 import torch
 
@@ -78,3 +81,50 @@ def run_iterations():
         return agent, stats
 
     return run
+
+
+N_ACTIONS, ALLOWED, STEPS = 6, 3, 20
+
+
+class MaskedChoice(gym.Env):
+    """Each step shows a target action and the 3 of 6 actions allowed (the target among them): +1 for the
+    target, -1 for a forbidden action, 0 otherwise; 20 steps. Random play over all actions scores about
+    -6.7 an episode, random play among the allowed ones +6.7, the best policy 20. Counts forbidden picks."""
+
+    #: forbidden actions picked, by every instance (a dict, so that a subclass shares it)
+    picks = {"forbidden": 0}
+
+    def __init__(self, masks_in_info: bool = False) -> None:
+        self.masks_in_info = masks_in_info
+        self.observation_space = gym.spaces.Box(0.0, 1.0, (2 * N_ACTIONS,), np.float32)
+        self.action_space = gym.spaces.Discrete(N_ACTIONS)
+
+    def _draw(self) -> tuple[np.ndarray, dict]:
+        self.target = int(self.np_random.integers(N_ACTIONS))
+        others = self.np_random.permutation([a for a in range(N_ACTIONS) if a != self.target])[: ALLOWED - 1]
+        self.mask = np.zeros(N_ACTIONS, dtype=bool)
+        self.mask[[self.target, *others]] = True
+        obs = np.concatenate([np.eye(N_ACTIONS)[self.target], self.mask]).astype(np.float32)
+        return obs, ({"action_mask": self.mask.copy()} if self.masks_in_info else {})
+
+    def reset(self, *, seed=None, options=None):
+        super().reset(seed=seed)
+        self.t = 0
+        return self._draw()
+
+    def step(self, action):
+        allowed = bool(self.mask[action])
+        self.picks["forbidden"] += int(not allowed)
+        reward = 1.0 if action == self.target else (0.0 if allowed else -1.0)
+        self.t += 1
+        obs, info = self._draw()
+        return obs, reward, False, self.t >= STEPS, info
+
+
+class MethodMasks(MaskedChoice):
+    def action_masks(self) -> np.ndarray:
+        return self.mask.copy()
+
+
+gym.register("ThrustTest/MaskedChoice-v0", entry_point=MethodMasks)  # tests/training/test_masks.py, interop
+gym.register("ThrustTest/InfoMaskedChoice-v0", entry_point=MaskedChoice, kwargs={"masks_in_info": True})

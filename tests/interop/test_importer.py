@@ -326,3 +326,28 @@ def test_sb3_cnn_policy_imports_and_acts_like_sb3_on_real_frames(atari_models, t
     obs = np.stack(frames)
     model = getattr(sb3, name.upper()).load(atari_models[name], device="cpu")
     assert (bundle_actions(tmp_path / name, obs) == model.predict(obs, deterministic=True)[0]).all()
+
+
+def test_maskable_ppo_imports_with_the_mask_as_an_input_and_acts_like_sb3_contrib(tmp_path):
+    """sb3-contrib's MaskablePPO (PPO's network, logits masked by the env's `action_masks()`) becomes a bundle
+    that takes the mask as its second input and picks MaskablePPO's actions under the same masks."""
+    sb3_contrib = pytest.importorskip("sb3_contrib", reason="make test installs sb3-contrib (the test extra)")
+    import gymnasium as gym
+
+    env_id = "ThrustTest/MaskedChoice-v0"  # tests/conftest.py
+    model = sb3_contrib.MaskablePPO("MlpPolicy", env_id, n_steps=128, batch_size=64, seed=0, verbose=0)
+    learned(model, 512).save(tmp_path / "maskable")
+    assert main(["import", str(tmp_path / "maskable.zip"), "--env", env_id, "--out", str(tmp_path / "bundle")]) == 0
+    manifest = load_bundle(tmp_path / "bundle").manifest
+    assert [i["name"] for i in manifest["inputs"]] == ["obs", "action_mask"]
+    assert "actions equal SB3's predict" in manifest["parity"]["stable_baselines3"]
+    env, obs, masks = gym.make(env_id), [], []
+    observation, _ = env.reset(seed=3)
+    for _ in range(100):
+        obs.append(observation)
+        masks.append(env.unwrapped.action_masks())
+        observation, *_ = env.step(int(np.flatnonzero(masks[-1])[0]))
+    obs, masks = np.stack(obs), np.stack(masks)
+    runner = OnnxPolicy(load_bundle(tmp_path / "bundle"))
+    theirs = model.predict(obs, deterministic=True, action_masks=masks)[0]
+    assert (runner.act(obs, masks) == theirs).all() and masks[np.arange(100), theirs].all()

@@ -5,7 +5,6 @@ exported bundle use the mask, and an algorithm that would ignore masks is refuse
 from __future__ import annotations
 
 import gymnasium as gym
-import numpy as np
 import pytest
 import torch
 
@@ -15,57 +14,15 @@ from thrust_app.nets.policies import ActorCritic
 from thrust_app.training.evaluation import evaluate
 from thrust_app.training.trainer import load_policy, train
 
-N_ACTIONS, ALLOWED, STEPS = 6, 3, 20
-
-
-class MaskedChoice(gym.Env):
-    """Each step shows a target action and the 3 of 6 actions allowed (the target among them): +1 for the
-    target, -1 for a forbidden action, 0 otherwise; 20 steps. Random play over all actions scores about
-    -6.7 an episode, random play among the allowed ones +6.7, the best policy 20. Counts forbidden picks."""
-
-    forbidden_picks = 0
-
-    def __init__(self, masks_in_info: bool = False) -> None:
-        self.masks_in_info = masks_in_info
-        self.observation_space = gym.spaces.Box(0.0, 1.0, (2 * N_ACTIONS,), np.float32)
-        self.action_space = gym.spaces.Discrete(N_ACTIONS)
-
-    def _draw(self) -> tuple[np.ndarray, dict]:
-        self.target = int(self.np_random.integers(N_ACTIONS))
-        others = self.np_random.permutation([a for a in range(N_ACTIONS) if a != self.target])[: ALLOWED - 1]
-        self.mask = np.zeros(N_ACTIONS, dtype=bool)
-        self.mask[[self.target, *others]] = True
-        obs = np.concatenate([np.eye(N_ACTIONS)[self.target], self.mask]).astype(np.float32)
-        return obs, ({"action_mask": self.mask.copy()} if self.masks_in_info else {})
-
-    def reset(self, *, seed=None, options=None):
-        super().reset(seed=seed)
-        self.t = 0
-        return self._draw()
-
-    def step(self, action):
-        allowed = bool(self.mask[action])
-        MaskedChoice.forbidden_picks += int(not allowed)
-        reward = 1.0 if action == self.target else (0.0 if allowed else -1.0)
-        self.t += 1
-        obs, info = self._draw()
-        return obs, reward, False, self.t >= STEPS, info
-
-
-class MethodMasks(MaskedChoice):
-    def action_masks(self) -> np.ndarray:
-        return self.mask.copy()
-
-
-gym.register("ThrustTest/MaskedChoice-v0", entry_point=MethodMasks)
-gym.register("ThrustTest/InfoMaskedChoice-v0", entry_point=MaskedChoice, kwargs={"masks_in_info": True})
+#: The test env conftest.py registers (its class counts forbidden picks).
+MaskedChoice = gym.spec("ThrustTest/MaskedChoice-v0").entry_point
 
 
 @pytest.mark.parametrize("env_id", ["ThrustTest/MaskedChoice-v0", "ThrustTest/InfoMaskedChoice-v0"])
 def test_ppo_learns_under_masks_and_never_picks_a_forbidden_action(env_id, tmp_path):
-    MaskedChoice.forbidden_picks = 0
+    MaskedChoice.picks["forbidden"] = 0
     summary = train("ppo", env_id, timesteps=12_288, run_dir=tmp_path / "run", eval_every=100_000, progress=False)
-    assert MaskedChoice.forbidden_picks == 0  # every sampled and every evaluated action was allowed
+    assert MaskedChoice.picks["forbidden"] == 0  # every sampled and every evaluated action was allowed
     assert summary["eval_mean"] >= 15.0  # random play among the allowed actions: about 6.7
     _, policy = load_policy(tmp_path / "run")
 
@@ -73,7 +30,7 @@ def test_ppo_learns_under_masks_and_never_picks_a_forbidden_action(env_id, tmp_p
         return policy.act(torch.as_tensor(obs), torch.as_tensor(masks))[1].numpy()
 
     result = evaluate(act, env_id, episodes=5, seed=7)
-    assert MaskedChoice.forbidden_picks == 0 and result.mean >= 15.0
+    assert MaskedChoice.picks["forbidden"] == 0 and result.mean >= 15.0
 
 
 def test_masked_logits_are_never_sampled_and_keep_a_finite_entropy():
@@ -108,10 +65,10 @@ def test_a_masked_policy_exports_with_the_mask_as_an_input_and_evaluates_alike(t
     manifest = json.loads((bundle.path / "manifest.json").read_text())
     assert [i["name"] for i in manifest["inputs"]] == ["obs", "action_mask"] and manifest["inputs"][1]["dtype"] == "bool"
     assert manifest["parity"]["action_agreement"] == 1.0
-    MaskedChoice.forbidden_picks = 0
+    MaskedChoice.picks["forbidden"] = 0
     outputs = []
     for target in (bundle.path, tmp_path / "run"):
         capsys.readouterr()
         assert main(["eval", str(target), "--episodes", "3"]) == 0
         outputs.append(capsys.readouterr().out.split("returns:")[1])
-    assert outputs[0] == outputs[1] and MaskedChoice.forbidden_picks == 0
+    assert outputs[0] == outputs[1] and MaskedChoice.picks["forbidden"] == 0

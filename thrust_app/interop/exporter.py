@@ -130,7 +130,7 @@ def export_onnx(
     registration_log.setLevel(logging.ERROR)
     with contextlib.redirect_stdout(io.StringIO()), warnings.catch_warnings():
         warnings.simplefilter("ignore", FutureWarning)
-        warnings.filterwarnings("ignore", message="The axis name")  # obs and action mask share their batch axis
+        warnings.filterwarnings("ignore", message=".*The axis name")  # obs and action mask share their batch axis
         program = torch.onnx.export(
             graph, inputs, dynamo=True, input_names=names, output_names=[o["name"] for o in outputs], dynamic_shapes=dynamic
         )
@@ -318,12 +318,12 @@ def write_bundle(
     *,
     force: bool = False,
     seed: int = 0,
-    extra_check: Callable[[dict[str, np.ndarray]], dict[str, Any]] | None = None,
+    extra_check: Callable[..., dict[str, Any]] | None = None,
     pipeline: Pipeline | None = None,
 ) -> Bundle:
     """Export `policy` (anything with Thrust's `act(obs)`) for `env_id` as a bundle in `out_dir`: ONNX
     file, manifest (the base fields, then `fields`), parity against `policy` on random and real
-    observations, plus `extra_check`'s report on the same observations where given. The folder
+    observations, plus `extra_check`'s report on the same observations (and action masks) where given. The folder
     appears whole or not at all: it is built in a temporary folder and renamed into place. `pipeline` is the
     observation pipeline the policy reads the env through (recorded in the manifest)."""
     obs_space, action_space = env_spaces(env_id, pipeline)
@@ -342,7 +342,7 @@ def write_bundle(
         manifest = {**base, **fields}
         manifest["parity"] = check_parity(PolicyGraph(policy, discrete).eval(), model_path, manifest, samples, masks)
         if extra_check is not None:
-            manifest["parity"].update(extra_check(samples))
+            manifest["parity"].update(extra_check(samples) if masks is None else extra_check(samples, masks))
         (staging / MANIFEST_FILE).write_text(json.dumps(manifest, indent=2) + "\n")
         move_into_place(staging, out_dir, manifest, force)
     return load_bundle(out_dir)

@@ -37,13 +37,14 @@ def sb3_parity(model: SB3Model, env_id: str, policy: Any, normalizer: Any, discr
     """A check comparing the rebuilt policy with SB3's own predict on the bundle's sample observations."""
     predict = sb3_reference(model, env_id, normalizer, pipeline)
 
-    def check(samples: dict[str, np.ndarray]) -> dict[str, Any]:
+    def check(samples: dict[str, np.ndarray], masks: dict[str, np.ndarray] | None = None) -> dict[str, Any]:
         if predict is None:
             return {"stable_baselines3": "not installed here: the rebuilt policy was checked against onnxruntime only"}
         obs = np.concatenate(list(samples.values()))
+        allowed = None if masks is None else np.concatenate([masks[key] for key in samples])
         with torch.no_grad():
-            out = policy.act(torch.as_tensor(obs))
-        theirs = np.asarray(predict(obs))
+            out = policy.act(torch.as_tensor(obs), None if allowed is None else torch.as_tensor(allowed))
+        theirs = np.asarray(predict(obs) if allowed is None else predict(obs, allowed))
         if discrete:
             scores = np.sort(out[0].numpy(), axis=-1)
             differ = (out[1].numpy() != theirs) & ((scores[:, -1] - scores[:, -2]) >= TIE_GAP)

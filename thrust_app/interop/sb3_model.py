@@ -32,7 +32,7 @@ from torch import nn
 
 from ..envs.core import Box, Discrete
 from ..nets.obs_normalizer import ObsNormalizer
-from ..nets.policies import NatureCNN
+from ..nets.policies import NatureCNN, masked
 from .manifest import BundleError
 from .safe_pickle import UnsafePickleError, safe_load
 
@@ -48,6 +48,8 @@ ACTIVATIONS: dict[str, type[nn.Module]] = {
 #: SB3's default activation per algorithm (used when the saved policy_kwargs name none).
 DEFAULT_ACTIVATION = {"ppo": "Tanh", "a2c": "Tanh", "dqn": "ReLU", "sac": "ReLU", "td3": "ReLU"}
 #: SB3's policy class per algorithm, for the optional check against SB3 itself.
+#: sb3-contrib's MaskablePPO: PPO's network, its logits masked by the env's action masks.
+MASKABLE_POLICIES = "sb3_contrib.common.maskable.policies"
 SB3_CNN_POLICY_CLASSES = {
     "ppo": "stable_baselines3.common.policies.ActorCriticCnnPolicy",
     "a2c": "stable_baselines3.common.policies.ActorCriticCnnPolicy",
@@ -92,6 +94,11 @@ class SB3Model:
         if name not in ACTIVATIONS:
             raise SB3FormatError(f"{self.path}: the policy uses activation {named}; Thrust imports {', '.join(ACTIVATIONS)}")
         return name
+
+    @property
+    def maskable(self) -> bool:
+        """True for sb3-contrib's MaskablePPO (its policy class's module)."""
+        return str((self.data.get("policy_class") or {}).get("__module__", "")) == MASKABLE_POLICIES
 
     @property
     def uses_cnn(self) -> bool:
@@ -194,8 +201,11 @@ def _identify(path: Path, data: dict[str, Any], weights: dict[str, torch.Tensor]
     module = str((data.get("policy_class") or {}).get("__module__", ""))
     if any("lstm" in key for key in weights):
         raise SB3FormatError(f"{path} is a recurrent policy (LSTM); Thrust's bundles are feed-forward: not supported")
-    if module.startswith("sb3_contrib"):
-        raise SB3FormatError(f"{path} comes from sb3-contrib ({module}); Thrust imports SB3's PPO, A2C, DQN, SAC and TD3")
+    if module.startswith("sb3_contrib") and module != MASKABLE_POLICIES:
+        raise SB3FormatError(
+            f"{path} comes from sb3-contrib ({module}); Thrust imports SB3's PPO, A2C, DQN, SAC and TD3 and "
+            "sb3-contrib's MaskablePPO"
+        )
     if "q_net.q_net.0.weight" in weights:
         return "dqn"
     if "actor.latent_pi.0.weight" in weights and "actor.mu.weight" in weights:
@@ -271,9 +281,10 @@ class ImportedPolicy(nn.Module):
             self.register_buffer("low", torch.tensor(action_space.low, dtype=torch.float32))
             self.register_buffer("high", torch.tensor(action_space.high, dtype=torch.float32))
 
-    def act(self, obs: torch.Tensor):
+    def act(self, obs: torch.Tensor, mask: torch.Tensor | None = None):
         out = self.head(self.body(self.normalizer(obs)))
-        if self.post == "argmax":
+        if self.post == "argmax":  # among the allowed actions, for an env that offers masks (MaskablePPO)
+            out = masked(out, mask)
             return out, out.argmax(-1)
         if self.post == "clip":  # PPO/A2C: the Gaussian's mean, clipped to the bounds
             return torch.maximum(torch.minimum(out, self.high), self.low)
@@ -281,8 +292,8 @@ class ImportedPolicy(nn.Module):
             out = torch.tanh(out)
         return self.low + 0.5 * (out + 1.0) * (self.high - self.low)  # [-1, 1] -> [low, high]
 
-    def forward(self, obs: torch.Tensor):
-        return self.act(obs)
+    def forward(self, obs: torch.Tensor, mask: torch.Tensor | None = None):
+        return self.act(obs, mask)
 
 
 def _nature_cnn(weights: dict[str, torch.Tensor], prefix: str, obs_shape: tuple[int, ...]) -> NatureCNN:
@@ -373,6 +384,8 @@ def sb3_reference(model: SB3Model, env_id: str, normalizer: ObsNormalizer | None
 
     classes = SB3_CNN_POLICY_CLASSES if model.uses_cnn else SB3_POLICY_CLASSES
     module_name, class_name = classes[model.algo].rsplit(".", 1)
+    if model.maskable:
+        module_name, class_name = MASKABLE_POLICIES, "MaskableActorCriticPolicy"
     policy_class = getattr(importlib.import_module(module_name), class_name)
     kwargs = {
         key: value for key, value in model.policy_kwargs.items() if not isinstance(value, (dict, str)) or key in ("net_arch",)
@@ -390,10 +403,12 @@ def sb3_reference(model: SB3Model, env_id: str, normalizer: ObsNormalizer | None
         raise SB3FormatError(f"{model.path}: SB3's own {class_name} does not take these weights ({first})") from None
     policy.set_training_mode(False)
 
-    def predict(obs: np.ndarray) -> np.ndarray:
+    def predict(obs: np.ndarray, masks: np.ndarray | None = None) -> np.ndarray:
         if normalizer is not None:
             with torch.no_grad():
                 obs = normalizer(torch.as_tensor(obs)).numpy()
+        if model.maskable:
+            return policy.predict(obs, deterministic=True, action_masks=masks)[0]
         return policy.predict(obs, deterministic=True)[0]
 
     return predict
