@@ -4,6 +4,7 @@ action masks (`ThrustTest/MaskedChoice-v0`, masks by method; `ThrustTest/InfoMas
 
 import copy
 import os
+from typing import ClassVar
 
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 
@@ -92,7 +93,7 @@ class MaskedChoice(gym.Env):
     -6.7 an episode, random play among the allowed ones +6.7, the best policy 20. Counts forbidden picks."""
 
     #: forbidden actions picked, by every instance (a dict, so that a subclass shares it)
-    picks = {"forbidden": 0}
+    picks: ClassVar[dict[str, int]] = {"forbidden": 0}
 
     def __init__(self, masks_in_info: bool = False) -> None:
         self.masks_in_info = masks_in_info
