@@ -180,6 +180,21 @@ def sample_observations(
     return samples, {"random": random_masks, "env": np.concatenate(seen_masks)}
 
 
+def largest_difference(names: list[str], expected: tuple[torch.Tensor, ...], got: dict[str, np.ndarray]) -> float:
+    """The largest |torch - onnxruntime| over the float outputs; a non-finite torch output is a ParityError."""
+    worst = 0.0
+    for name, want in zip(names, expected, strict=True):
+        want = want.numpy()
+        if want.dtype == np.float32:
+            if not np.isfinite(want).all():
+                raise ParityError(
+                    f"the policy's output '{name}' holds NaN or infinite values (the run "
+                    "diverged, or its checkpoint is damaged); nothing was written"
+                )
+            worst = max(worst, float(np.max(np.abs(want - got[name]))))
+    return worst
+
+
 def check_parity(
     graph: PolicyGraph,
     model_path: Path,
@@ -196,21 +211,12 @@ def check_parity(
         allowed = None if masks is None else masks[key]
         for rows in [slice(i, i + 1) for i in range(8)] + [slice(None)]:  # batch 1 and the large batch
             batch, mask = obs[rows], None if allowed is None else allowed[rows]
+            inputs = (batch,) if mask is None else (batch, mask)
             with torch.no_grad():
-                expected = (
-                    graph(torch.as_tensor(batch)) if mask is None else graph(torch.as_tensor(batch), torch.as_tensor(mask))
-                )
+                expected = graph(*(torch.as_tensor(array) for array in inputs))
             expected = expected if isinstance(expected, tuple) else (expected,)
             got = runner.run(batch, mask)
-            for name, want in zip(names, expected, strict=True):
-                want = want.numpy()
-                if want.dtype == np.float32:
-                    if not np.isfinite(want).all():
-                        raise ParityError(
-                            f"the policy's output '{name}' holds NaN or infinite values (the run "
-                            "diverged, or its checkpoint is damaged); nothing was written"
-                        )
-                    worst = max(worst, float(np.max(np.abs(want - got[name]))))
+            worst = max(worst, largest_difference(names, expected, got))
             if graph.discrete:
                 scores = np.sort(expected[0].numpy(), axis=-1)
                 near_tie = (scores[:, -1] - scores[:, -2]) < TIE_GAP
