@@ -46,3 +46,16 @@ def test_samples_come_from_the_filled_part_and_round_trip_through_state_dict():
     copy = ReplayBuffer(100, (3,), (), torch.int64, torch.device("cpu"))
     copy.load_state_dict(buffer.state_dict())
     assert (copy.pos, copy.size) == (10, 10) and torch.equal(copy.obs, buffer.obs)
+
+
+def test_next_masks_are_kept_sampled_with_their_transitions_and_round_trip():
+    buffer = ReplayBuffer(5, (3,), (), torch.int64, torch.device("cpu"))
+    for start in range(0, 8, 2):  # two per add, wrapping around the ring
+        obs, actions, rewards, next_obs, terminated = batch(start, 2)
+        masks = torch.stack([torch.arange(4) <= number % 4 for number in range(start, start + 2)])
+        buffer.add(obs, actions, rewards, next_obs, terminated, masks)
+    *_, rewards, _, _, masks = buffer.sample(64, torch.Generator().manual_seed(0))
+    assert torch.equal(masks.sum(1), rewards.long() % 4 + 1)  # each mask stayed with its transition
+    copy = ReplayBuffer(5, (3,), (), torch.int64, torch.device("cpu"))
+    copy.load_state_dict(buffer.state_dict())
+    assert torch.equal(copy.next_masks, buffer.next_masks)

@@ -49,9 +49,54 @@ def test_masked_logits_are_never_sampled_and_keep_a_finite_entropy():
     assert torch.allclose(net.evaluate_actions(obs, actions.fill_(2), only_one)[1], torch.zeros(4096), atol=1e-6)
 
 
-def test_an_algorithm_that_would_ignore_masks_is_refused(tmp_path):
-    with pytest.raises(ConfigError, match=r"offers action masks, which Thrust's ppo and a2c use.*dqn would ignore them"):
-        train("dqn", "ThrustTest/MaskedChoice-v0", timesteps=1_000, run_dir=tmp_path / "run", progress=False)
+class MasksOnBoxActions(gym.Wrapper):
+    """Pendulum claiming action masks, which mean nothing for continuous actions."""
+
+    def action_masks(self):
+        return [True]
+
+
+gym.register("ThrustTest/MaskedPendulum-v0", entry_point=lambda: MasksOnBoxActions(gym.make("Pendulum-v1")))
+
+
+def test_masks_on_continuous_actions_are_refused_in_one_line(tmp_path):
+    with pytest.raises(ConfigError, match=r"offers action masks, which Thrust's ppo, a2c and dqn use with Discrete"):
+        train("ppo", "ThrustTest/MaskedPendulum-v0", timesteps=2_048, run_dir=tmp_path / "run", progress=False)
+
+
+def test_dqn_explores_and_learns_among_the_allowed_actions(tmp_path):
+    MaskedChoice.picks["forbidden"] = 0
+    settings = {"learning_starts": 500, "exploration_fraction": 0.3, "target_update_interval": 200, "buffer_size": 10_000}
+    summary = train(
+        "dqn", "ThrustTest/MaskedChoice-v0", timesteps=8_000, overrides=settings, run_dir=tmp_path / "run", progress=False
+    )
+    assert MaskedChoice.picks["forbidden"] == 0  # the warm-up, epsilon's random actions and the greedy ones
+    assert summary["eval_mean"] >= 12.0  # random legal play: about 6.7
+
+
+def test_uniform_allowed_draws_each_allowed_action_alike_and_no_other():
+    from thrust_app.algos.off_policy import uniform_allowed
+
+    mask = torch.tensor([[True, False, True, False, True, False]]).expand(60_000, 6)
+    actions = uniform_allowed(torch.rand(60_000, generator=torch.Generator().manual_seed(0)), mask)
+    counts = torch.bincount(actions, minlength=6)
+    assert counts[[1, 3, 5]].sum() == 0 and (counts[[0, 2, 4]] - 20_000).abs().max() < 600
+
+
+def test_dqn_targets_maximise_over_the_allowed_actions_only():
+    from thrust_app.algos.dqn import dqn_loss
+    from thrust_app.nets.policies import QNetwork
+
+    torch.manual_seed(0)
+    q_net, target = QNetwork((3,), 4, (8,)), QNetwork((3,), 4, (8,))
+    obs, next_obs = torch.randn(5, 3), torch.randn(5, 3)
+    actions, rewards, terminated = torch.tensor([0, 1, 2, 3, 0]), torch.ones(5), torch.zeros(5)
+    next_mask = torch.tensor([[True, False, False, False]] * 5)
+    loss = dqn_loss(q_net, target, (obs, actions, rewards, next_obs, terminated, next_mask), 0.9, double=False)
+    with torch.no_grad():
+        want = rewards + 0.9 * target(next_obs)[:, 0]  # only action 0 is allowed at s'
+        expected = torch.nn.functional.smooth_l1_loss(q_net(obs).gather(1, actions[:, None]).squeeze(1), want)
+    assert torch.allclose(loss, expected)
 
 
 def test_a_masked_policy_exports_with_the_mask_as_an_input_and_evaluates_alike(tmp_path, capsys):

@@ -18,8 +18,8 @@ from torch import nn
 from ..config import param
 from ..envs.core import Discrete
 from ..nets.flat_params import clip_grad_norm_
-from ..nets.policies import QNetwork
-from .off_policy import OffPolicyAlgorithm, OffPolicyConfig, polyak
+from ..nets.policies import QNetwork, masked
+from .off_policy import OffPolicyAlgorithm, OffPolicyConfig, polyak, uniform_allowed
 from .replay import Batch
 
 
@@ -50,12 +50,14 @@ class DQNConfig(OffPolicyConfig):
 def dqn_loss(
     q_net: QNetwork, target_net: QNetwork, batch: Batch, gamma: float, double: bool, loss: str = "huber"
 ) -> torch.Tensor:
-    """The TD loss between Q(s, a) and the (double) DQN target y = r + gamma * (1 - terminated) * Q'(s', a')."""
-    obs, actions, rewards, next_obs, terminated = batch
+    """The TD loss between Q(s, a) and the (double) DQN target y = r + gamma * (1 - terminated) * Q'(s', a'),
+    the max (or double-Q argmax) over the actions allowed at s' where the batch carries action masks."""
+    obs, actions, rewards, next_obs, terminated, *next_mask = batch
+    allowed = next_mask[0] if next_mask else None
     with torch.no_grad():
-        next_q = target_net(next_obs)
+        next_q = masked(target_net(next_obs), allowed)
         if double:
-            next_q = next_q.gather(1, q_net(next_obs).argmax(1, keepdim=True)).squeeze(1)
+            next_q = next_q.gather(1, masked(q_net(next_obs), allowed).argmax(1, keepdim=True)).squeeze(1)
         else:
             next_q = next_q.max(1).values
         target = rewards + gamma * (1.0 - terminated) * next_q
@@ -75,6 +77,7 @@ class DQN(OffPolicyAlgorithm):
     Config = DQNConfig
     config: DQNConfig
     supports = (Discrete,)
+    uses_masks = True
 
     def __init__(self, obs_shape, action_space, config: DQNConfig, device, seed, obs_dtype="float32") -> None:
         super().__init__(obs_shape, action_space, config, device, seed, obs_dtype)
@@ -111,12 +114,13 @@ class DQN(OffPolicyAlgorithm):
             config.exploration_final_eps - config.exploration_initial_eps
         )
 
-    def explore(self, obs: torch.Tensor) -> torch.Tensor:
+    def explore(self, obs: torch.Tensor, mask: torch.Tensor | None = None) -> torch.Tensor:
         """Epsilon-greedy: per env, u and v ~ U[0, 1) in one draw; where u < epsilon a uniform random action
-        floor(v * n_actions), else argmax_a Q(s, a)."""
-        greedy = self.q_net(obs).argmax(1)
+        floor(v * n_actions), else argmax_a Q(s, a); both among the allowed actions where `mask` says."""
+        greedy = masked(self.q_net(obs), mask).argmax(1)
         u, v = torch.rand((2, obs.shape[0]), generator=self.generator, device=self.device)
-        return torch.where(u < self.exploration_rate, uniform_action(v, self.action_space.n), greedy)
+        random = uniform_action(v, self.action_space.n) if mask is None else uniform_allowed(v, mask)
+        return torch.where(u < self.exploration_rate, random, greedy)
 
     def update(self, batch: Batch) -> dict[str, torch.Tensor]:
         """One gradient step on the TD loss, its gradient clipped to max_grad_norm; returns the loss."""

@@ -64,7 +64,9 @@ class FrameSharingReplay:
     def pos(self) -> int:
         return (self.added % self.slots) * self.num_envs
 
-    def add(self, obs, action, reward, next_obs, terminated) -> None:
+    def add(self, obs, action, reward, next_obs, terminated, next_mask=None) -> None:
+        if next_mask is not None:
+            raise ValueError("the frame-sharing replay buffer keeps no action masks: set share_frames=false")
         self.add_arrays(*(t.cpu().numpy() for t in (obs, action, reward, next_obs, terminated)))
 
     def add_arrays(self, obs, action, reward, next_obs, terminated) -> None:

@@ -92,12 +92,15 @@ class OffPolicyAlgorithm(Algorithm):
     def stateful_parts(self):
         return {"buffer": self.buffer}
 
-    def random_actions(self, n: int) -> torch.Tensor:
+    def random_actions(self, n: int, mask: torch.Tensor | None = None) -> torch.Tensor:
+        """Uniform random actions (the warm-up's), among the allowed ones where the env offers masks."""
         space = self.action_space
         if isinstance(space, Box):
             low, high = self.policy.low, self.policy.high
             uniform = torch.rand((n, *space.shape), generator=self.generator, device=self.device)
             return low + uniform * (high - low)
+        if mask is not None:
+            return uniform_allowed(torch.rand(n, generator=self.generator, device=self.device), mask)
         return torch.randint(0, space.n, (n,), generator=self.generator, device=self.device)
 
     def iteration(self, env, env_io, obs) -> Iteration:
@@ -109,14 +112,19 @@ class OffPolicyAlgorithm(Algorithm):
         episodes' returns and lengths and the observation to go on from."""
         config = self.config
         returns, lengths = [], []
+        mask = env_io.masks(env)  # None, unless the env offers action masks (DQN then acts among the allowed)
         for _ in range(config.train_freq):
             with torch.no_grad():
                 if self.num_timesteps < config.learning_starts:
-                    action = self.random_actions(env.num_envs)
+                    action = self.random_actions(env.num_envs, mask)
                 else:
-                    action = self.explore(obs)
+                    action = self.explore(obs) if mask is None else self.explore(obs, mask)
             step = env_io.step(env, action)
-            self.buffer.add(obs, action, step.reward, step.final_obs, step.terminated)
+            if mask is None:
+                self.buffer.add(obs, action, step.reward, step.final_obs, step.terminated)
+            else:
+                self.buffer.add(obs, action, step.reward, step.final_obs, step.terminated, env_io.final_masks(env))
+                mask = env_io.masks(env)
             done = step.terminated | step.truncated
             ended = episode_ended(step)
             if bool(ended.any()):
@@ -147,6 +155,14 @@ class OffPolicyAlgorithm(Algorithm):
     def extra_stats(self) -> dict[str, float]:
         """Values to log once per iteration besides the losses (DQN's epsilon)."""
         return {}
+
+
+def uniform_allowed(v: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    """Per row, the k-th allowed action with k = floor(v * number allowed), v ~ U[0, 1): each allowed action
+    equally likely."""
+    count = mask.sum(1)
+    k = (v * count).long().clamp_(max=count - 1)
+    return (((mask.cumsum(1) - 1) == k.unsqueeze(1)) & mask).long().argmax(1)
 
 
 def polyak(target: FlatParameters, source: FlatParameters, tau: float) -> None:

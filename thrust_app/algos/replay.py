@@ -10,7 +10,8 @@ from collections.abc import Sequence
 import numpy as np
 import torch
 
-#: A sampled minibatch: (obs, actions, rewards, next obs, terminated), each with the batch as its first axis.
+#: A sampled minibatch: (obs, actions, rewards, next obs, terminated), each with the batch as its first axis; from
+#: an env with action masks also the actions allowed at each next obs.
 Batch = tuple[torch.Tensor, ...]
 
 
@@ -40,14 +41,28 @@ class ReplayBuffer:
         self.size = 0
         #: numpy views of the storage, made on the first `add_arrays` (CPU buffers only)
         self._arrays: tuple[np.ndarray, ...] | None = None
+        #: the actions allowed at each next obs, for an env that offers action masks (allocated on its first add)
+        self.next_masks: torch.Tensor | None = None
 
     def add(
-        self, obs: torch.Tensor, action: torch.Tensor, reward: torch.Tensor, next_obs: torch.Tensor, terminated: torch.Tensor
+        self,
+        obs: torch.Tensor,
+        action: torch.Tensor,
+        reward: torch.Tensor,
+        next_obs: torch.Tensor,
+        terminated: torch.Tensor,
+        next_mask: torch.Tensor | None = None,
     ) -> None:
-        """Append N transitions (tensors on the buffer's device)."""
-        self._write(
-            (self.obs, self.actions, self.rewards, self.next_obs, self.terminated), obs, action, reward, next_obs, terminated
-        )
+        """Append N transitions (tensors on the buffer's device); `next_mask`: the actions allowed at next_obs,
+        for an env that offers action masks (kept from the first such add on, and sampled as a sixth array)."""
+        storage = [self.obs, self.actions, self.rewards, self.next_obs, self.terminated]
+        values = [obs, action, reward, next_obs, terminated]
+        if next_mask is not None:
+            if self.next_masks is None:
+                self.next_masks = torch.ones((self.capacity, next_mask.shape[1]), dtype=torch.bool, device=self.obs.device)
+            storage.append(self.next_masks)
+            values.append(next_mask)
+        self._write(tuple(storage), *values)
 
     def add_arrays(
         self, obs: np.ndarray, action: np.ndarray, reward: np.ndarray, next_obs: np.ndarray, terminated: np.ndarray
@@ -58,12 +73,10 @@ class ReplayBuffer:
             self._arrays = tuple(t.numpy() for t in (self.obs, self.actions, self.rewards, self.next_obs, self.terminated))
         self._write(self._arrays, obs, action, reward, next_obs, terminated)
 
-    def _write(self, storage: tuple, obs, action, reward, next_obs, terminated) -> None:
-        n = obs.shape[0]
+    def _write(self, storage: tuple, *values) -> None:
+        n = values[0].shape[0]
         if n > self.capacity:  # only the newest `capacity` survive: write those where a row-by-row ring puts them
-            obs, action, reward, next_obs, terminated = (
-                t[-self.capacity :] for t in (obs, action, reward, next_obs, terminated)
-            )
+            values = tuple(t[-self.capacity :] for t in values)
             self.pos = (self.pos + n - self.capacity) % self.capacity
             self.size = self.capacity
             n = self.capacity
@@ -74,17 +87,18 @@ class ReplayBuffer:
             count = rows.stop - rows.start
             if count == 0:
                 continue
-            for target, values in zip(storage, (obs, action, reward, next_obs, terminated), strict=True):
-                target[start : start + count] = values[rows]
+            for target, value in zip(storage, values, strict=True):
+                target[start : start + count] = value[rows]
         self.pos = (self.pos + n) % self.capacity
         self.size = min(self.size + n, self.capacity)
 
     def sample(self, batch_size: int, generator: torch.Generator | None = None) -> Batch:
         rows = torch.randint(0, self.size, (batch_size,), device=self.obs.device, generator=generator)
         # index_select: one call per array, half the cost of advanced indexing's generic path on small batches
-        return tuple(
-            array.index_select(0, rows) for array in (self.obs, self.actions, self.rewards, self.next_obs, self.terminated)
-        )
+        arrays = (self.obs, self.actions, self.rewards, self.next_obs, self.terminated)
+        if self.next_masks is not None:
+            arrays = (*arrays, self.next_masks)
+        return tuple(array.index_select(0, rows) for array in arrays)
 
     def state_dict(self) -> dict:
         return {
@@ -95,11 +109,16 @@ class ReplayBuffer:
             "terminated": self.terminated[: self.size],
             "pos": self.pos,
             "size": self.size,
-        }
+        } | ({} if self.next_masks is None else {"next_masks": self.next_masks[: self.size]})
 
     def load_state_dict(self, state: dict) -> None:
         n = state["size"]
         for key in ("obs", "next_obs", "actions", "rewards", "terminated"):
             getattr(self, key)[:n] = state[key]
+        if "next_masks" in state:
+            self.next_masks = torch.ones(
+                (self.capacity, state["next_masks"].shape[1]), dtype=torch.bool, device=self.obs.device
+            )
+            self.next_masks[:n] = state["next_masks"]
         self.pos = state["pos"]
         self.size = n

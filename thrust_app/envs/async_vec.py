@@ -53,6 +53,7 @@ class AsyncVecEnv(LoopVecEnv):
         self._lengths = [0] * self.num_envs
         obs, infos = self.vector.reset(seed=None if seed is None else [seed + i for i in range(self.num_envs)])
         self.keep_vector_masks(infos)
+        self._final_masks = self._masks
         return self._stack(list(obs))
 
     def keep_vector_masks(self, infos: dict) -> None:
@@ -75,7 +76,20 @@ class AsyncVecEnv(LoopVecEnv):
             info = episode_info(infos.get("final_info", {}), i) if ended[i] else {}
             rows.append((obs[i], final, rewards[i], terms[i], truncs[i], *self.score(i, rewards[i], bool(ended[i]), info)))
         self.keep_vector_masks(infos)
+        if self._masks is not None:
+            self._final_masks = [self.final_mask(i, infos) if ended[i] else mask for i, mask in enumerate(self._masks)]
         return self.batch(rows)
+
+    def final_mask(self, i: int, infos: dict) -> np.ndarray:
+        """Copy i's mask at the observation its episode ended on: its final info's `action_mask`; a worker's
+        `action_masks()` can no longer be asked (it has reset), so then every action counts as allowed."""
+        final_info = infos.get("final_info", {})
+        if "action_mask" in final_info and final_info.get("_action_mask", np.ones(self.num_envs, bool))[i]:
+            return np.asarray(final_info["action_mask"][i], dtype=bool)
+        return np.ones_like(self._masks[i])
+
+    def final_action_masks(self) -> np.ndarray | None:
+        return None if self._masks is None else np.stack(self._final_masks)
 
     def close(self) -> None:
         self.vector.close()

@@ -44,6 +44,11 @@ class EnvIO:
         masks = env.action_masks()
         return None if masks is None else self.tensor(masks)
 
+    def final_masks(self, env: VecEnv) -> torch.Tensor | None:
+        """The env's action masks at its last step's final observations, or None without masks."""
+        masks = env.final_action_masks()
+        return None if masks is None else self.tensor(masks)
+
     def reset(self, env: VecEnv, seed: int | None = None) -> torch.Tensor:
         return self.tensor(env.reset(seed))
 

@@ -74,6 +74,11 @@ class VecEnv(ABC):
         offers masks (see `env_action_mask`); None for one that does not."""
         return None
 
+    def final_action_masks(self) -> Any | None:
+        """Like `action_masks`, at the last step's `final_obs` (before any reset): what a bootstrapped target
+        maximises over."""
+        return self.action_masks()
+
     def restores_episodes(self, state: dict[str, Any] | None) -> bool:
         """Whether `set_state(state)` puts the episodes back where they were (else a resumed run resets)."""
         return state is not None
@@ -181,6 +186,7 @@ class LoopVecEnv(VecEnv):
         self._lengths = [0] * self.num_envs
         resets = [env.reset(seed=None if seed is None else seed + i) for i, env in enumerate(self.envs)]
         self.keep_masks([info for _, info in resets])
+        self._final_masks = self._masks
         return self._stack([obs for obs, _ in resets])
 
     def keep_masks(self, infos: list[dict]) -> None:
@@ -199,17 +205,26 @@ class LoopVecEnv(VecEnv):
     def step(self, actions: Any) -> BatchStep:
         actions = self.env_actions(actions)
         continuous = isinstance(self.action_space, Box)
-        rows, infos = [], []
+        rows, infos, finals = [], [], [None] * self.num_envs
         for i, (env, action) in enumerate(zip(self.envs, actions, strict=True)):
             o, r, term, trunc, info = env.step(action if continuous else int(action))
             final = o
             if term or trunc:
+                if self._masks is not None:
+                    finals[i] = env_action_mask(env, info)  # before the reset replaces it
                 o, reset_info = env.reset()
                 info = {**info, "action_mask": reset_info.get("action_mask")}  # the new episode's mask
             rows.append((o, final, r, term, trunc, *self.score(i, r, term or trunc, info)))
             infos.append(info)
         self.keep_masks(infos)
+        if self._masks is not None:
+            self._final_masks = [now if final is None else final for now, final in zip(self._masks, finals, strict=True)]
         return self.batch(rows)
+
+    def final_action_masks(self) -> Any | None:
+        import numpy as np
+
+        return None if self._masks is None else np.stack(self._final_masks)
 
     def score(self, i: int, reward: float, done: bool, info: dict) -> tuple[float, int, bool]:
         """Env i's return and length after a step, and whether a whole episode ended there: the env's own

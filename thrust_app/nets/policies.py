@@ -362,8 +362,8 @@ class QNetwork(FlatParameters):
     def forward(self, obs: torch.Tensor) -> torch.Tensor:
         return self.head(self.encoder(obs))
 
-    def act(self, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        q_values = self(obs)
+    def act(self, obs: torch.Tensor, mask: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+        q_values = masked(self(obs), mask)  # the greedy action among those `mask` allows
         return q_values, q_values.argmax(-1)
 
 

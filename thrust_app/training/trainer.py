@@ -123,8 +123,8 @@ def check_masks_fit(env: VecEnv, algo: Algorithm) -> None:
         return
     if not algo.uses_masks or not isinstance(algo.action_space, Discrete):
         raise ConfigError(
-            f"{env.env_id} offers action masks, which Thrust's ppo and a2c use with Discrete actions; {algo.name} "
-            "would ignore them: train ppo or a2c"
+            f"{env.env_id} offers action masks, which Thrust's ppo, a2c and dqn use with Discrete actions; {algo.name} "
+            "would ignore them: train ppo, a2c or dqn"
         )
 
 
