@@ -20,15 +20,16 @@ if TYPE_CHECKING:
 
 def make_env(name: str, pipeline: Pipeline | None = None, training: bool = False, **kwargs: Any) -> Any:
     """A gymnasium env: Thrust's by alias or id (`snake`, `thrust/Snake-v0`), else any gymnasium id (Atari's
-    and MinAtar's registered on first use), inside `pipeline` (envs/pipeline.py; `training` adds its
-    training-only steps).
+    and MinAtar's registered on first use), its observations one flat vector where they are Discrete,
+    MultiDiscrete, MultiBinary, Tuple or Dict (`pipeline.flattened`), inside `pipeline` (envs/pipeline.py;
+    `training` adds its training-only steps).
 
     Unknown names raise UnknownEnvError listing Thrust's envs.
     """
     import gymnasium as gym
 
     from .gym_adapter import register_envs
-    from .pipeline import Pipeline, register_on_demand
+    from .pipeline import Pipeline, flattened, register_on_demand
 
     register_envs()
     try:
@@ -38,7 +39,7 @@ def make_env(name: str, pipeline: Pipeline | None = None, training: bool = False
     pipeline = pipeline or Pipeline()
     try:
         register_on_demand(env_id)
-        return pipeline.wrap(gym.make(env_id, **pipeline.make_kwargs(env_id), **kwargs), training)
+        return pipeline.wrap(flattened(gym.make(env_id, **pipeline.make_kwargs(env_id), **kwargs)), training)
     except gym.error.Error as err:
         if env_id in CORE_ENVS:
             raise

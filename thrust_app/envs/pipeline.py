@@ -81,6 +81,40 @@ class Pipeline:
         return ", ".join(parts) or "none"
 
 
+#: Observation spaces made one flat float vector (gymnasium's `flatten`, what SB3's preprocessing and its
+#: CombinedExtractor compute for vector parts): Discrete one-hot, MultiDiscrete one-hot per component,
+#: MultiBinary as 0/1, and Tuple and Dict of those and of vector Boxes concatenated in the space's order.
+FLATTENED_SPACES = (gym.spaces.Discrete, gym.spaces.MultiDiscrete, gym.spaces.MultiBinary, gym.spaces.Tuple, gym.spaces.Dict)
+
+
+def flattened(env: Any) -> Any:
+    """`env` with its observations one flat vector where its space is one of FLATTENED_SPACES; as it is
+    otherwise (a Box; any other space is refused later, naming it). An image inside a Dict or Tuple is refused
+    here: flattening it would lose what a CNN reads."""
+    space = env.observation_space
+    if not isinstance(space, FLATTENED_SPACES):
+        return env
+    for path, part in _leaves(space):
+        if isinstance(part, gym.spaces.Box) and len(part.shape) >= 2:
+            raise ValueError(
+                f"{env.spec.id if env.spec else type(env.unwrapped).__name__}: observation part {path or 'item'} is an "
+                f"image {part.shape}; Thrust flattens Dict and Tuple observations of vectors, images inside them are "
+                "not supported yet"
+            )
+        if not isinstance(part, (gym.spaces.Box, *FLATTENED_SPACES)):
+            return env  # a Sequence, Graph or Text part: left to the one-line refusal that names the space
+    return gym.wrappers.FlattenObservation(env)
+
+
+def _leaves(space: Any, path: str = "") -> list[tuple[str, Any]]:
+    """Every non-composite part of a space, with where it sits (Dict keys, Tuple positions)."""
+    if isinstance(space, gym.spaces.Dict):
+        return [leaf for key, part in space.spaces.items() for leaf in _leaves(part, f"{path}[{key!r}]")]
+    if isinstance(space, gym.spaces.Tuple):
+        return [leaf for index, part in enumerate(space.spaces) for leaf in _leaves(part, f"{path}[{index}]")]
+    return [(path, space)]
+
+
 def _sign(reward: float) -> float:
     return float((reward > 0) - (reward < 0))
 

@@ -122,8 +122,8 @@ def from_gym_space(space: Any, what: str, env_id: str) -> Box | Discrete:
         dtype = "uint8" if space.dtype == np.uint8 and what == "observation" and len(space.shape) == 3 else "float32"
         return Box(low=tuple(low), high=tuple(high), shape=tuple(int(d) for d in space.shape), dtype=dtype)
     raise ValueError(
-        f"{env_id}: Thrust trains on a Box observation space and a Discrete or Box action space; "
-        f"this env's {what} space is {space}"
+        f"{env_id}: Thrust trains on Box, Discrete, MultiDiscrete, MultiBinary, Tuple and Dict observations and "
+        f"Discrete or Box actions; this env's {what} space is {space}"
     )
 
 
