@@ -87,6 +87,18 @@ def test_imported_bundle_acts_like_sb3(models, tmp_path, name, env_id):
     )
 
 
+def test_a_model_of_discrete_observations_imports_and_acts_like_sb3(tmp_path):
+    """SB3 one-hot encodes FrozenLake's cell number; Thrust's bundle takes the one-hot vector (the env flattened,
+    envs/pipeline.py), so the same first layer reads the same numbers."""
+    model = learned(sb3.PPO("MlpPolicy", "FrozenLake-v1", n_steps=128, batch_size=64, seed=0, verbose=0), 256)
+    model.save(tmp_path / "frozen")
+    assert main(["import", str(tmp_path / "frozen.zip"), "--env", "FrozenLake-v1", "--out", str(tmp_path / "bundle")]) == 0
+    cells = np.arange(16)
+    theirs = model.predict(cells, deterministic=True)[0]
+    ours = OnnxPolicy(load_bundle(tmp_path / "bundle")).act(np.eye(16, dtype=np.float32)[cells])
+    assert (ours == theirs).all()
+
+
 def test_vec_normalize_statistics_are_folded_into_the_graph(models, tmp_path):
     out = tmp_path / "sac"
     assert (
@@ -145,14 +157,34 @@ def rewrite_zip(source: Path, target: Path, data_edit=None, weights_edit=None) -
 
 
 def test_unsupported_models_are_refused_in_one_line(models, tmp_path, capsys):
-    def dict_obs(data):
-        data["observation_space"][":type:"] = "<class 'gymnasium.spaces.dict.Dict'>"
+    def sequence_obs(data):
+        data["observation_space"][":type:"] = "<class 'gymnasium.spaces.sequence.Sequence'>"
+
+    def discrete_obs(data):
+        data["observation_space"][":type:"] = "<class 'gymnasium.spaces.discrete.Discrete'>"
+
+    def image_in_dict(weights):
+        weights["features_extractor.extractors.camera.cnn.0.weight"] = weights["action_net.weight"]
 
     def recurrent(weights):
         weights["lstm_actor.weight_ih_l0"] = weights["action_net.weight"]
 
     cases = {
-        "dict observations": (rewrite_zip(models["ppo"], tmp_path / "dict.zip", data_edit=dict_obs), "CartPole-v1", "Dict"),
+        "sequence observations": (
+            rewrite_zip(models["ppo"], tmp_path / "seq.zip", data_edit=sequence_obs),
+            "CartPole-v1",
+            "observes a Sequence",
+        ),
+        "an image in a Dict": (
+            rewrite_zip(models["ppo"], tmp_path / "img.zip", weights_edit=image_in_dict),
+            "CartPole-v1",
+            "Dict with an image",
+        ),
+        "discrete observations of another env": (
+            rewrite_zip(models["ppo"], tmp_path / "discrete.zip", data_edit=discrete_obs),
+            "FrozenLake-v1",
+            "takes 4 inputs",
+        ),
         "recurrent": (rewrite_zip(models["ppo"], tmp_path / "lstm.zip", weights_edit=recurrent), "CartPole-v1", "recurrent"),
         "frame stack / other env": (models["ppo"], "Acrobot-v1", "frame stack"),
         "not a model": (models["vec_normalize"], "Pendulum-v1", "not an SB3 model file"),

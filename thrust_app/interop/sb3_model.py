@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import io
 import json
+import math
 import os
 import pickle
 import re
@@ -50,6 +51,11 @@ DEFAULT_ACTIVATION = {"ppo": "Tanh", "a2c": "Tanh", "dqn": "ReLU", "sac": "ReLU"
 #: SB3's policy class per algorithm, for the optional check against SB3 itself.
 #: sb3-contrib's MaskablePPO: PPO's network, its logits masked by the env's action masks.
 MASKABLE_POLICIES = "sb3_contrib.common.maskable.policies"
+#: Observation spaces whose models Thrust imports: SB3 one-hots Discrete parts and concatenates a Dict's vector
+#: parts (CombinedExtractor), as Thrust's flattening does (envs/pipeline.py), so the first layer fits as it is.
+FLAT_OBSERVATIONS = ("Box", "Discrete", "MultiDiscrete", "MultiBinary", "Dict")
+#: Each algorithm's first layer after the features (what a flat observation goes into).
+FIRST_LAYERS = ("mlp_extractor.policy_net.0.weight", "q_net.q_net.0.weight", "actor.latent_pi.0.weight", "actor.mu.0.weight")
 SB3_CNN_POLICY_CLASSES = {
     "ppo": "stable_baselines3.common.policies.ActorCriticCnnPolicy",
     "a2c": "stable_baselines3.common.policies.ActorCriticCnnPolicy",
@@ -94,6 +100,11 @@ class SB3Model:
         if name not in ACTIVATIONS:
             raise SB3FormatError(f"{self.path}: the policy uses activation {named}; Thrust imports {', '.join(ACTIVATIONS)}")
         return name
+
+    @property
+    def observation_kind(self) -> str:
+        """The observation space's class name (Box, Discrete, Dict, ...), from the readable `:type:` field."""
+        return str(self.space_field("observation_space", ":type:") or "").rsplit(".", 1)[-1].rstrip("'>")
 
     @property
     def maskable(self) -> bool:
@@ -221,12 +232,14 @@ def _identify(path: Path, data: dict[str, Any], weights: dict[str, torch.Tensor]
 
 def _refuse_unsupported(model: SB3Model) -> None:
     where = model.path
-    obs_type = str(model.space_field("observation_space", ":type:") or "")
-    if "Box" not in obs_type:
-        kind = obs_type.rsplit(".", 1)[-1].rstrip("'>") or "unknown"
+    kind = model.observation_kind
+    if kind not in FLAT_OBSERVATIONS:
         raise SB3FormatError(
-            f"{where} observes a {kind} space; Thrust bundles take one float32 array (Box observations): not supported"
+            f"{where} observes a {kind or 'unknown'} space; Thrust imports models of Box, Discrete, MultiDiscrete, "
+            "MultiBinary and Dict (of vectors) observations: not supported"
         )
+    if any(".extractors." in key and ".cnn." in key for key in model.weights):
+        raise SB3FormatError(f"{where} observes a Dict with an image key (a NatureCNN per image): not supported")
     if model.uses_cnn and model.algo not in SB3_CNN_POLICY_CLASSES:
         raise SB3FormatError(f"{where} is a {model.algo} CnnPolicy model; Thrust imports CnnPolicy models of PPO, A2C and DQN")
     if model.policy_kwargs.get("features_extractor_class") is not None:
@@ -236,6 +249,14 @@ def _refuse_unsupported(model: SB3Model) -> None:
 
 def check_spaces(model: SB3Model, obs_space: Box, action_space: Box | Discrete, env_id: str) -> None:
     """The model was trained on spaces like the env's, or one line saying how they differ."""
+    if model.observation_kind != "Box":  # one-hot and concatenated by SB3 as by Thrust: the first layer's width
+        width = next(w.shape[1] for key, w in model.weights.items() if key in FIRST_LAYERS)
+        if width != math.prod(obs_space.shape):
+            raise SB3FormatError(
+                f"{model.path} takes {width} inputs after SB3's preprocessing of its {model.observation_kind} "
+                f"observations, but {env_id}'s flatten to {math.prod(obs_space.shape)}: a different env"
+            )
+        return _check_action_space(model, action_space, env_id)
     saved_shape = model.space_field("observation_space", "_shape")
     if isinstance(saved_shape, str):
         saved_shape = [int(n) for n in re.findall(r"\d+", saved_shape)]
@@ -244,6 +265,10 @@ def check_spaces(model: SB3Model, obs_space: Box, action_space: Box | Discrete, 
             f"{model.path} observes shape {tuple(saved_shape)} but {env_id} gives {tuple(obs_space.shape)}: a different env, "
             "or a frame stack / wrapper that Thrust bundles do not support"
         )
+    _check_action_space(model, action_space, env_id)
+
+
+def _check_action_space(model: SB3Model, action_space: Box | Discrete, env_id: str) -> None:
     action_type = str(model.space_field("action_space", ":type:") or "")
     if isinstance(action_space, Discrete) != ("Discrete" in action_type):
         raise SB3FormatError(f"{model.path} acts in a {action_type or 'different'} action space, unlike {env_id}")
