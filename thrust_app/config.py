@@ -103,7 +103,7 @@ class AlgoConfig:
         "sync",
         "how a gymnasium env's copies step: sync (one after another in the training process), async (each in a "
         "worker process, gymnasium's AsyncVectorEnv: for envs whose step is slow, Atari's or MuJoCo's) or envpool "
-        "(Atari games in EnvPool's C++ threads, with the atari pipeline)",
+        "(EnvPool's C++ threads: Atari games with the atari pipeline, MuJoCo and its other ids)",
     )
 
     def validate(self) -> None:

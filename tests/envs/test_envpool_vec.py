@@ -1,5 +1,5 @@
-"""Atari in EnvPool keeps Thrust's vec-env semantics: same-step reset with the final frames kept, a lost life
-terminating for learning while the game goes on, sign rewards, and the game's own score reported."""
+"""EnvPool keeps Thrust's vec-env semantics: same-step reset with the final observations kept; for Atari a lost
+life terminating for learning while the game goes on, sign rewards, and the game's own score reported."""
 
 from __future__ import annotations
 
@@ -36,8 +36,28 @@ def test_envpool_steps_breakout_with_the_atari_pipelines_signals():
         env.close()
 
 
+def test_envpool_runs_mujoco_under_gymnasiums_id_with_same_step_resets():
+    env = make_batched("HalfCheetah-v5", 2, seed=0, vec_env="envpool")
+    try:
+        obs = env.reset()
+        assert obs.shape == (2, 17) and obs.dtype == np.float32 and env.action_space.shape == (6,)
+        rng = np.random.default_rng(0)
+        for step_index in range(1, 1001):
+            step = env.step(rng.uniform(-1, 1, (2, 6)).astype(np.float32))
+            if step_index < 1000:
+                assert not step.episode_end.any()
+        assert step.truncated.all() and step.episode_end.all() and (step.episode_length == 1000).all()
+        assert not np.array_equal(step.obs, step.final_obs)  # new episodes started, the final states kept
+    finally:
+        env.close()
+
+
 def test_envpool_refuses_what_it_cannot_run():
-    with pytest.raises(ValueError, match="envpool' runs Atari games; CartPole-v1 is not one"):
-        make_batched("CartPole-v1", 2, pipeline=Pipeline("atari", 4), vec_env="envpool")
+    with pytest.raises(ValueError, match="envpool' runs Atari games and EnvPool's own ids; thrust/Snake-v0 is neither"):
+        make_batched("snake", 2, vec_env="envpool")
+    with pytest.raises(ValueError, match=r"EnvPool's FrozenLake-v1 observes Discrete\(16\), which it does not flatten"):
+        make_batched("FrozenLake-v1", 2, vec_env="envpool")
     with pytest.raises(ValueError, match="set env_wrapper=atari"):
         make_batched("ALE/Breakout-v5", 2, vec_env="envpool")
+    with pytest.raises(ValueError, match="drop env_wrapper and frame_stack"):
+        make_batched("HalfCheetah-v5", 2, pipeline=Pipeline("none", 4), vec_env="envpool")
