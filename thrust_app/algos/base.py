@@ -17,7 +17,7 @@ import torch
 from torch import nn
 
 from ..config import AlgoConfig, schedule
-from ..envs.core import Box, Discrete
+from ..envs.core import Box, Discrete, MultiDiscrete
 from ..envs.tensors import EnvIO
 from ..envs.vec import VecEnv
 from ..nets.flat_params import FlatParameters, flat_optimizer_state
@@ -83,11 +83,12 @@ class Algorithm(ABC):
         self.speed: Any = None
 
     @classmethod
-    def check_fits(cls, action_space: Discrete | Box, env_id: str) -> None:
+    def check_fits(cls, action_space: Discrete | Box | MultiDiscrete, env_id: str) -> None:
         if not isinstance(action_space, cls.supports):
-            kind = "Discrete" if isinstance(action_space, Discrete) else "Box (continuous)"
-            needs = " or ".join("Discrete" if s is Discrete else "Box" for s in cls.supports)
-            fitting = "sac, td3, ddpg, ppo or a2c" if kind.startswith("Box") else "dqn, ppo or a2c"
+            names = {Discrete: "Discrete", Box: "Box (continuous)", MultiDiscrete: "MultiDiscrete"}
+            kind = names[type(action_space)]
+            needs = " or ".join(names[s].split(" ")[0] for s in cls.supports)
+            fitting = {"Discrete": "dqn, ppo or a2c", "MultiDiscrete": "ppo or a2c"}.get(kind, "sac, td3, ddpg, ppo or a2c")
             raise ActionSpaceError(
                 f"{cls.name} needs a {needs} action space, but {env_id} has a {kind} one; "
                 f"pick an algorithm that fits ({fitting})"

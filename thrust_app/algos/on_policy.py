@@ -11,6 +11,7 @@ from typing import Literal
 import torch
 
 from ..config import ON_POLICY_UPDATE_HELP, AlgoConfig, ConfigError, check_memory, param
+from ..envs.core import Box, Discrete, MultiDiscrete
 from ..nets.flat_params import clip_grad_norm_
 from ..nets.policies import ActorCritic
 from .base import Algorithm, Iteration
@@ -60,6 +61,7 @@ class OnPolicyAlgorithm(Algorithm):
 
     config: OnPolicyConfig
     uses_masks = True
+    supports = (Discrete, Box, MultiDiscrete)
 
     def __init__(self, obs_shape, action_space, config: OnPolicyConfig, device, seed, obs_dtype="float32") -> None:
         super().__init__(obs_shape, action_space, config, device, seed, obs_dtype)

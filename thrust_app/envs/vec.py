@@ -12,7 +12,7 @@ from collections.abc import Callable
 from typing import Any, NamedTuple
 
 from .arrays import Backend, BackendName, make_backend
-from .core import Box, Discrete
+from .core import Box, Discrete, MultiDiscrete
 
 
 class BatchStep(NamedTuple):
@@ -41,7 +41,7 @@ class VecEnv(ABC):
     env_id: str
     num_envs: int
     observation_space: Box
-    action_space: Discrete | Box
+    action_space: Discrete | Box | MultiDiscrete
     backend: Backend
 
     @property
@@ -104,8 +104,9 @@ def has_mask_method(env: Any) -> bool:
         return False
 
 
-def from_gym_space(space: Any, what: str, env_id: str) -> Box | Discrete:
-    """Thrust's description of a gymnasium Box or Discrete space; any other kind is a clear error."""
+def from_gym_space(space: Any, what: str, env_id: str) -> Box | Discrete | MultiDiscrete:
+    """Thrust's description of a gymnasium Box, Discrete (or, for actions, MultiDiscrete / MultiBinary) space;
+    any other kind is a clear error."""
     import gymnasium as gym
     import numpy as np
 
@@ -115,6 +116,14 @@ def from_gym_space(space: Any, what: str, env_id: str) -> Box | Discrete:
         if int(space.start) != 0:
             raise ValueError(f"{env_id}: Discrete action spaces must start at 0, got {space}")
         return Discrete(int(space.n))
+    if what == "action" and isinstance(space, gym.spaces.MultiDiscrete):
+        if np.any(space.start != 0) or space.nvec.ndim != 1:
+            raise ValueError(f"{env_id}: MultiDiscrete action spaces must be flat and start at 0, got {space}")
+        return MultiDiscrete(tuple(int(n) for n in space.nvec))
+    if what == "action" and isinstance(space, gym.spaces.MultiBinary):
+        if len(space.shape) != 1:
+            raise ValueError(f"{env_id}: MultiBinary action spaces must be flat, got {space}")
+        return MultiDiscrete((2,) * int(space.n))  # each bit a choice of two
     if isinstance(space, gym.spaces.Box):
         low = np.asarray(space.low, dtype=np.float64).ravel().tolist()
         high = np.asarray(space.high, dtype=np.float64).ravel().tolist()
@@ -123,7 +132,7 @@ def from_gym_space(space: Any, what: str, env_id: str) -> Box | Discrete:
         return Box(low=tuple(low), high=tuple(high), shape=tuple(int(d) for d in space.shape), dtype=dtype)
     raise ValueError(
         f"{env_id}: Thrust trains on Box, Discrete, MultiDiscrete, MultiBinary, Tuple and Dict observations and "
-        f"Discrete or Box actions; this env's {what} space is {space}"
+        f"Discrete, Box, MultiDiscrete or MultiBinary actions; this env's {what} space is {space}"
     )
 
 
@@ -207,7 +216,7 @@ class LoopVecEnv(VecEnv):
         continuous = isinstance(self.action_space, Box)
         rows, infos, finals = [], [], [None] * self.num_envs
         for i, (env, action) in enumerate(zip(self.envs, actions, strict=True)):
-            o, r, term, trunc, info = env.step(action if continuous else int(action))
+            o, r, term, trunc, info = env.step(action if continuous or action.ndim else int(action))
             final = o
             if term or trunc:
                 if self._masks is not None:

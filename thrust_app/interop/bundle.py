@@ -75,7 +75,8 @@ class Bundle:
 
     @property
     def discrete(self) -> bool:
-        return self.manifest["action_space"]["type"] == "discrete"
+        """Integer actions: one (Discrete) or one per component (MultiDiscrete)."""
+        return self.manifest["action_space"]["type"] in ("discrete", "multi_discrete")
 
     @property
     def action_output(self) -> str:
@@ -210,5 +211,9 @@ def check_bundle_fits_env(bundle: Bundle) -> None:
             f"but {bundle.env_id} gives {obs_shape}"
         )
     space = bundle.manifest["action_space"]
+    if space["type"] == "multi_discrete":
+        if list(getattr(action_space, "nvec", ())) != space["nvec"]:
+            raise BundleError(f"bundle {bundle.path} acts in {space}, which is not {bundle.env_id}'s action space")
+        return
     if bundle.discrete != hasattr(action_space, "n") or (bundle.discrete and space["n"] != action_space.n):
         raise BundleError(f"bundle {bundle.path} acts in {space}, which is not {bundle.env_id}'s action space")

@@ -25,7 +25,7 @@ from .. import __version__
 from ..algos.base import deterministic_action
 from ..envs import env_spaces
 from ..envs.batched import make_batched
-from ..envs.core import Discrete
+from ..envs.core import Discrete, MultiDiscrete
 from ..envs.pipeline import Pipeline
 from ..nets.obs_normalizer import NormalizedPolicy, ObsNormalizer
 from ..nets.policies import ActorCritic
@@ -80,12 +80,24 @@ def exported_module(policy: nn.Module) -> nn.Module:
     (a plain MLP, no value tower); every other policy as it is. Parity is checked against `policy` itself."""
     if isinstance(policy, NormalizedPolicy):  # the normalisation stays in front, in the graph
         return NormalizedPolicy(exported_module(policy.policy), policy.normalizer)
-    if isinstance(policy, ActorCritic) and not policy.uses_cnn:
+    if isinstance(policy, ActorCritic) and not policy.uses_cnn and not policy.nvec:
         return policy.policy_mlp()
     return policy
 
 
 def output_specs(algo: str, action_space: Any) -> list[dict[str, Any]]:
+    if isinstance(action_space, MultiDiscrete):
+        logits, components = sum(action_space.nvec), len(action_space.nvec)
+        meaning = "each component's logits, side by side"
+        return [
+            {"name": "logits", "dtype": "float32", "shape": ["batch", logits], "meaning": meaning},
+            {
+                "name": "action",
+                "dtype": DISCRETE_ACTION_DTYPE,
+                "shape": ["batch", components],
+                "meaning": "argmax per component",
+            },
+        ]
     if isinstance(action_space, Discrete):
         scores = "q_values" if algo == "dqn" else "logits"
         meaning = "Q-value of each action" if algo == "dqn" else "unnormalised log-probability of each action"
@@ -221,6 +233,8 @@ def check_parity(
                 scores = np.sort(expected[0].numpy(), axis=-1)
                 near_tie = (scores[:, -1] - scores[:, -2]) < TIE_GAP
                 same = expected[1].numpy() == got["action"]
+                if same.ndim > 1:  # MultiDiscrete: a row agrees when every component does; no ties counted
+                    same, near_tie = same.all(-1), np.zeros(len(same), dtype=bool)
                 agree += int(same.sum())
                 ties += int((~same & near_tie).sum())
                 total += len(batch)
@@ -247,6 +261,8 @@ def check_parity(
 
 def action_space_spec(action_space: Any) -> dict[str, Any]:
     """A manifest's description of an action space."""
+    if isinstance(action_space, MultiDiscrete):
+        return {"type": "multi_discrete", "nvec": list(action_space.nvec), "n": sum(action_space.nvec)}
     if isinstance(action_space, Discrete):
         return {"type": "discrete", "n": action_space.n}
     return {"type": "box", "shape": list(action_space.shape), "low": list(action_space.low), "high": list(action_space.high)}
@@ -335,7 +351,7 @@ def write_bundle(
     obs_space, action_space = env_spaces(env_id, pipeline)
     obs_shape = tuple(obs_space.shape)
     outputs = output_specs(algo, action_space)
-    discrete = isinstance(action_space, Discrete)
+    discrete = isinstance(action_space, Discrete | MultiDiscrete)
     samples, masks = sample_observations(env_id, policy, np.random.default_rng(seed), pipeline=pipeline)
     n_masked = None if masks is None else action_space.n
     with staged_folder(out_dir) as staging:

@@ -52,6 +52,10 @@ def check_manifest(manifest: Any, where: Path) -> None:
     if kind == "discrete":
         if field("action_space.n", int) < 1:
             raise BundleError(f"{where}: field 'action_space.n' must be >= 1")
+    elif kind == "multi_discrete":
+        nvec = field("action_space.nvec", list)
+        if not all(isinstance(n, int) and n >= 1 for n in nvec):
+            raise BundleError(f"{where}: field 'action_space.nvec' must list integers >= 1, got {nvec}")
     elif kind == "box":
         size = math.prod(field("action_space.shape", list))
         for bound in ("low", "high"):
@@ -59,7 +63,7 @@ def check_manifest(manifest: Any, where: Path) -> None:
             if len(values) != size or not all(isinstance(v, (int, float)) for v in values):
                 raise BundleError(f"{where}: field 'action_space.{bound}' must hold {size} numbers")
     else:
-        raise BundleError(f"{where}: field 'action_space.type' is {kind!r}; expected 'discrete' or 'box'")
+        raise BundleError(f"{where}: field 'action_space.type' is {kind!r}; expected 'discrete', 'multi_discrete' or 'box'")
     outputs = [output.get("name") for output in field("outputs", list) if isinstance(output, dict)]
     if manifest["action_output"] not in outputs:
         raise BundleError(f"{where}: action_output '{manifest['action_output']}' is not among the outputs {outputs}")

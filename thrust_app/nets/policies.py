@@ -18,7 +18,7 @@ import torch
 from torch import nn
 from torch.distributions import Categorical, Normal
 
-from ..envs.core import Box, Discrete
+from ..envs.core import Box, Discrete, MultiDiscrete
 from .flat_params import FlatParameters
 
 ACTIVATIONS = {"tanh": nn.Tanh, "relu": nn.ReLU}
@@ -109,6 +109,14 @@ def image_encoder(obs_shape: Sequence[int]) -> nn.Module:
     if min(obs_shape[1:]) >= NATURE_CNN_MIN_SIZE:
         return NatureCNN(obs_shape)
     return CNNEncoder(obs_shape)
+
+
+def gumbel_max(logits: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """A draw from softmax(logits) and its log-probability. Gumbel-max: argmax(log p - log E), E ~ Exp(1), draws
+    from p; cheaper than torch.multinomial at small batches."""
+    log_p = logits.log_softmax(-1)
+    action = (log_p - torch.empty_like(log_p).exponential_().log_()).argmax(-1)
+    return action, log_p.gather(-1, action.unsqueeze(-1)).squeeze(-1)
 
 
 class MLPEncoder(nn.Module):
@@ -247,7 +255,9 @@ class ActorCritic(BoundsMixin, FlatParameters):
         log_std_init: float = 0.0,
     ) -> None:
         super().__init__()
-        self.discrete = isinstance(action_space, Discrete)
+        #: independent categoricals, one per component (MultiDiscrete; MultiBinary as choices of two)
+        self.nvec = tuple(action_space.nvec) if isinstance(action_space, MultiDiscrete) else None
+        self.discrete = isinstance(action_space, Discrete | MultiDiscrete)
         self.uses_cnn = is_image(obs_shape)
         self.activation = activation
         if self.uses_cnn:
@@ -256,7 +266,7 @@ class ActorCritic(BoundsMixin, FlatParameters):
         else:
             self.towers = TwinTowers(math.prod(obs_shape), hidden, activation)
             features = self.towers.out_dim
-        n_out = action_space.n if self.discrete else math.prod(action_space.shape)
+        n_out = sum(self.nvec) if self.nvec else action_space.n if self.discrete else math.prod(action_space.shape)
         self.pi_head = nn.Linear(features, n_out)
         self.vf_head = nn.Linear(features, 1)
         orthogonal_init(self, math.sqrt(2))
@@ -288,7 +298,12 @@ class ActorCritic(BoundsMixin, FlatParameters):
         """Per sample: log pi(a|s) of `actions`, the policy's entropy, and V(s); differentiable (SB3's name).
         With an action `mask` the distribution is over the allowed actions only (sb3-contrib's MaskablePPO)."""
         pi_features, vf_features = self.features(obs)
-        dist = self.distribution(masked(self.pi_head(pi_features), mask))
+        logits = masked(self.pi_head(pi_features), mask)
+        if self.nvec:  # independent components: log-probs and entropies add up
+            dists = [self.distribution(part) for part in logits.split(self.nvec, -1)]
+            log_prob = sum(dist.log_prob(actions[:, i]) for i, dist in enumerate(dists))
+            return log_prob, sum(dist.entropy() for dist in dists), self.vf_head(vf_features).squeeze(-1)
+        dist = self.distribution(logits)
         log_prob, entropy = dist.log_prob(actions), dist.entropy()
         if not self.discrete:  # independent action dimensions: log-probs and entropies add up
             log_prob, entropy = log_prob.sum(-1), entropy.sum(-1)
@@ -311,10 +326,11 @@ class ActorCritic(BoundsMixin, FlatParameters):
             dist = self.distribution(head_out)
             action = dist.sample()
             return action, dist.log_prob(action).sum(-1), value
-        # Gumbel-max: argmax(log p - log E), E ~ Exp(1), draws from p; cheaper than torch.multinomial at small batches
-        log_p = head_out.log_softmax(-1)
-        action = (log_p - torch.empty_like(log_p).exponential_().log_()).argmax(-1)
-        return action, log_p.gather(-1, action.unsqueeze(-1)).squeeze(-1), value
+        if self.nvec:  # one draw per component, log-probabilities added
+            drawn = [gumbel_max(part) for part in head_out.split(self.nvec, -1)]
+            return torch.stack([a for a, _ in drawn], -1), sum(lp for _, lp in drawn), value
+        action, log_prob = gumbel_max(head_out)
+        return action, log_prob, value
 
     def env_action(self, action: torch.Tensor) -> torch.Tensor:
         """What the env receives: the sample itself (discrete) or the sample clipped to the bounds."""
@@ -322,6 +338,9 @@ class ActorCritic(BoundsMixin, FlatParameters):
 
     def act(self, obs: torch.Tensor, mask: torch.Tensor | None = None) -> torch.Tensor | tuple[torch.Tensor, torch.Tensor]:
         out = self.pi_head(self.encoder(obs) if self.uses_cnn else self.towers.tower(obs, 0))
+        if self.nvec:
+            out = masked(out, mask)
+            return out, torch.stack([part.argmax(-1) for part in out.split(self.nvec, -1)], -1)
         if self.discrete:
             out = masked(out, mask)
             return out, out.argmax(-1)
@@ -329,8 +348,8 @@ class ActorCritic(BoundsMixin, FlatParameters):
 
     def policy_mlp(self) -> ActingMLP:
         """The policy tower and head as a plain ActingMLP whose `act` equals this one's (vector observations)."""
-        if self.uses_cnn:
-            raise ValueError("policy_mlp needs vector observations; a CNN policy is exported as it is")
+        if self.uses_cnn or self.nvec:
+            raise ValueError("policy_mlp needs vector observations and one action; other policies are exported as they are")
         towers, hidden = self.towers, self.towers.hidden
         space = (
             Discrete(self.pi_head.out_features)

@@ -38,6 +38,8 @@ def unsupported_reason(net: ActorCritic) -> str | None:
     """Why the fast path cannot compute this net's gradients, or None when it can."""
     if net.uses_cnn:
         return "image observations go through a CNN, which the written-out backward does not cover"
+    if net.nvec:
+        return "MultiDiscrete actions have one categorical per component, which the written-out backward does not cover"
     return None
 
 

@@ -15,6 +15,7 @@ import numpy as np
 import torch
 from torch import nn
 
+from ..envs.core import MultiDiscrete
 from ..nets.flat_params import FlatParameters
 from ..nets.policies import LOG_STD_MAX, LOG_STD_MIN, ActorCritic, QNetwork, SquashedGaussianActor, is_image
 from .mlp_backward import linear_layers
@@ -24,6 +25,8 @@ def unsupported_reason(obs_shape: tuple[int, ...], env, device: torch.device) ->
     """Why the numpy acting path cannot serve this run, or None when it can."""
     if is_image(obs_shape):
         return "image observations go through a CNN, which acting='numpy' does not compute"
+    if isinstance(env.action_space, MultiDiscrete):
+        return "MultiDiscrete actions are drawn per component, which acting='numpy' does not do"
     if device.type != "cpu":
         return f"the nets are on {device}; numpy acts on the CPU"
     if env.backend.name != "numpy":

@@ -28,7 +28,7 @@ from ..algos import build_algorithm
 from ..algos.base import Algorithm, deterministic_action
 from ..config import ConfigError
 from ..envs.batched import make_batched
-from ..envs.core import Discrete
+from ..envs.core import Discrete, MultiDiscrete
 from ..envs.pipeline import Pipeline
 from ..envs.tensors import EnvIO
 from ..envs.vec import VecEnv
@@ -121,10 +121,10 @@ def check_masks_fit(env: VecEnv, algo: Algorithm) -> None:
     """An env that offers action masks trains an algorithm that uses them, or the run is refused in one line."""
     if env.action_masks() is None:
         return
-    if not algo.uses_masks or not isinstance(algo.action_space, Discrete):
+    if not algo.uses_masks or not isinstance(algo.action_space, Discrete | MultiDiscrete):
         raise ConfigError(
-            f"{env.env_id} offers action masks, which Thrust's ppo, a2c and dqn use with Discrete actions; {algo.name} "
-            "would ignore them: train ppo, a2c or dqn"
+            f"{env.env_id} offers action masks, which Thrust's ppo, a2c and dqn use with Discrete (ppo and a2c also "
+            f"MultiDiscrete) actions; {algo.name} would ignore them: train ppo, a2c or dqn"
         )
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from .bandit import SimpleBandit
-from .base import Box, CoreEnv, Discrete, EnvError, EpisodeOverError, InvalidActionError, StepResult
+from .base import Box, CoreEnv, Discrete, EnvError, EpisodeOverError, InvalidActionError, MultiDiscrete, StepResult
 from .cartpole import CartPole
 from .pendulum import Pendulum
 from .snake import Snake
@@ -55,6 +55,7 @@ __all__ = [
     "EnvError",
     "EpisodeOverError",
     "InvalidActionError",
+    "MultiDiscrete",
     "Pendulum",
     "SimpleBandit",
     "Snake",

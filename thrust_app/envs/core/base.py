@@ -102,7 +102,20 @@ def _flatten(items: Sequence[Any]):
             yield item
 
 
-Space = Discrete | Box
+@dataclass(frozen=True)
+class MultiDiscrete:
+    """Several independent choices in one action: component i takes one of `nvec[i]` values, 0 .. nvec[i] - 1
+    (gymnasium's MultiDiscrete; its MultiBinary is the case of all 2s). No Thrust core acts in one; gymnasium
+    envs do."""
+
+    nvec: tuple[int, ...]
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return (len(self.nvec),)
+
+
+Space = Discrete | Box | MultiDiscrete
 
 
 class StepResult(NamedTuple):
