@@ -48,6 +48,14 @@ def check_manifest(manifest: Any, where: Path) -> None:
     shape = field("observation.shape", list)
     if not all(isinstance(size, int) and size > 0 for size in shape):
         raise BundleError(f"{where}: field 'observation.shape' must list positive integers, got {shape}")
+    check_action_space(field, where)
+    outputs = [output.get("name") for output in field("outputs", list) if isinstance(output, dict)]
+    if manifest["action_output"] not in outputs:
+        raise BundleError(f"{where}: action_output '{manifest['action_output']}' is not among the outputs {outputs}")
+
+
+def check_action_space(field: Any, where: Path) -> None:
+    """The manifest's action space is one a reader knows, its fields complete (`field` reads one, checked)."""
     kind = field("action_space.type", str)
     if kind == "discrete":
         if field("action_space.n", int) < 1:
@@ -64,9 +72,6 @@ def check_manifest(manifest: Any, where: Path) -> None:
                 raise BundleError(f"{where}: field 'action_space.{bound}' must hold {size} numbers")
     else:
         raise BundleError(f"{where}: field 'action_space.type' is {kind!r}; expected 'discrete', 'multi_discrete' or 'box'")
-    outputs = [output.get("name") for output in field("outputs", list) if isinstance(output, dict)]
-    if manifest["action_output"] not in outputs:
-        raise BundleError(f"{where}: action_output '{manifest['action_output']}' is not among the outputs {outputs}")
 
 
 def manifest_problem(text: str, where: str = "manifest.json") -> str:
