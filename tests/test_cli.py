@@ -65,3 +65,14 @@ def test_a_closed_pipe_ends_the_command_quietly():
         timeout=120,
     )
     assert done.returncode == 0 and done.stderr == "", done.stderr
+
+
+def test_envs_lists_the_cores_and_the_families_with_presets(capsys, monkeypatch):
+    import importlib.util
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name: None if name == "minatar" else real(name))
+    assert thrust_main(["envs"]) == 0
+    out = capsys.readouterr().out
+    assert "thrust/CartPole-v0" in out and "ALE/Breakout-v5" in out
+    assert 'MinAtar/Breakout-v1    (not installed: pip install "thrust_app[minatar]")' in out

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import errno
+import importlib.util
 import os
 import signal
 import sys
@@ -29,7 +30,19 @@ def _cmd_envs(args: argparse.Namespace) -> int:
             f"{alias:9s} {env_id:20s} obs {env.observation_space.shape}  actions {actions}  "
             f"limit {env.max_episode_steps or '-'}"
         )
+    print("\nAny gymnasium id trains too; these families have presets (docs/training.md):")
+    for family, example, module, extra in FAMILIES:
+        here = "installed" if importlib.util.find_spec(module) else f'not installed: pip install "thrust_app[{extra}]"'
+        print(f"  {family:9s} e.g. {example:22s} ({here})")
     return 0
+
+
+#: The env families with presets, an id of each, the package that brings them and the extra that installs it.
+FAMILIES = (
+    ("Atari", "ALE/Breakout-v5", "ale_py", "atari"),
+    ("MinAtar", "MinAtar/Breakout-v1", "minatar", "minatar"),
+    ("MuJoCo", "HalfCheetah-v5", "mujoco", "mujoco"),
+)
 
 
 def _cmd_train(args: argparse.Namespace) -> int:
