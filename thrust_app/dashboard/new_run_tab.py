@@ -11,7 +11,7 @@ from thrust_app.algos import ALGOS
 from thrust_app.config import ConfigError, apply_overrides, field_help
 from thrust_app.dashboard import jobs
 from thrust_app.dashboard.widgets import action_kind, fmt_value, machine_devices
-from thrust_app.envs.core import ALIASES, Box, Discrete
+from thrust_app.envs.core import ALIASES
 from thrust_app.training.presets import DEFAULT_PRESET, get_preset, preset_names
 
 OTHER_ENV = "other gymnasium id…"
@@ -111,14 +111,14 @@ def field_error(name: str) -> None:
         st.error(message, icon="⚠️")
 
 
-def choose_env() -> tuple[str, str] | None:
+def choose_env() -> tuple[str, type] | None:
     """The env picked in the New run form and its action kind, or None (with the reason shown)."""
     choices = [*ALIASES, OTHER_ENV]
     env_choice = st.selectbox(
         "Environment",
         choices,
         key="new-env",
-        help="Thrust's four envs, or any gymnasium id with Box observations",
+        help="Thrust's four envs, or any gymnasium id (Atari's, MinAtar's, MuJoCo's, your own: docs/envs.md)",
         on_change=reset_form_values,
     )
     env_name = (
@@ -172,7 +172,7 @@ def new_run_tab() -> None:
     if chosen is None:
         return
     env_name, kind = chosen
-    fitting = [name for name, cls in ALGOS.items() if (Discrete if kind == "discrete" else Box) in cls.supports]
+    fitting = [name for name, cls in ALGOS.items() if kind in cls.supports]
     cols = st.columns(2)
     algo = cols[0].selectbox(
         "Algorithm",

@@ -9,18 +9,18 @@ from pathlib import Path
 import streamlit as st
 
 from thrust_app.dashboard import jobs
-from thrust_app.envs.core import Discrete
 
 REFRESH_S = 2.0
 
 
 @st.cache_data(show_spinner=False)
-def action_kind(env_name: str) -> str:
-    """'discrete' or 'box' for an env (a ValueError with the reason if it cannot be trained)."""
+def action_kind(env_name: str) -> type:
+    """The kind of an env's action space (Discrete, Box or MultiDiscrete: what `Algorithm.supports` lists; a
+    ValueError with the reason if it cannot be trained)."""
     from thrust_app.envs import env_spaces
 
     _, action_space = env_spaces(env_name)
-    return "discrete" if isinstance(action_space, Discrete) else "box"
+    return type(action_space)
 
 
 @st.cache_data(show_spinner=False)
