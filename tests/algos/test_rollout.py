@@ -31,8 +31,8 @@ class ConstantValue(ActorCritic):
     def value(self, obs):
         return torch.full(obs.shape[:1], 100.0)
 
-    def sample(self, obs):
-        action, log_prob, _ = super().sample(obs)
+    def sample(self, obs, mask=None):
+        action, log_prob, _ = super().sample(obs, mask)
         return action, log_prob, self.value(obs)
 
 
