@@ -1,6 +1,7 @@
 """Shared test set-up: one torch thread, as Thrust trains small nets (a second thread only adds
 synchronisation on two cores); a fixture that trains an algorithm for a few iterations; a small env with
-action masks (`ThrustTest/MaskedChoice-v0`, masks by method; `ThrustTest/InfoMaskedChoice-v0`, in info)."""
+action masks (`ThrustTest/MaskedChoice-v0`, masks by method; `ThrustTest/InfoMaskedChoice-v0`, in info); one with
+MultiDiscrete and one with MultiBinary actions (`ThrustTest/Dials-v0`, `ThrustTest/BinaryDials-v0`)."""
 
 import copy
 import os
@@ -129,3 +130,34 @@ class MethodMasks(MaskedChoice):
 
 gym.register("ThrustTest/MaskedChoice-v0", entry_point=MethodMasks)  # tests/training/test_masks.py, interop
 gym.register("ThrustTest/InfoMaskedChoice-v0", entry_point=MaskedChoice, kwargs={"masks_in_info": True})
+
+
+TURNS = 10
+
+
+class Dials(gym.Env):
+    """Set each dial to the value shown: the reward is the fraction of dials right, 10 turns. Random settings
+    score about 10 / values per episode, the right ones 10. `binary`: two-valued dials as MultiBinary."""
+
+    def __init__(self, binary: bool = False) -> None:
+        self.nvec = np.array([2, 2, 2, 2] if binary else [3, 4, 2])
+        self.observation_space = gym.spaces.MultiBinary(4) if binary else gym.spaces.MultiDiscrete(self.nvec)
+        self.action_space = gym.spaces.MultiBinary(4) if binary else gym.spaces.MultiDiscrete(self.nvec)
+
+    def _target(self) -> np.ndarray:
+        self.target = self.np_random.integers(self.nvec)
+        return self.target.astype(np.int8 if isinstance(self.action_space, gym.spaces.MultiBinary) else np.int64)
+
+    def reset(self, *, seed=None, options=None):
+        super().reset(seed=seed)
+        self.turn = 0
+        return self._target(), {}
+
+    def step(self, action):
+        reward = float(np.mean(np.asarray(action) == self.target))
+        self.turn += 1
+        return self._target(), reward, False, self.turn >= TURNS, {}
+
+
+gym.register("ThrustTest/Dials-v0", entry_point=Dials)
+gym.register("ThrustTest/BinaryDials-v0", entry_point=Dials, kwargs={"binary": True})

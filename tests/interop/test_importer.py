@@ -383,3 +383,27 @@ def test_maskable_ppo_imports_with_the_mask_as_an_input_and_acts_like_sb3_contri
     runner = OnnxPolicy(load_bundle(tmp_path / "bundle"))
     theirs = model.predict(obs, deterministic=True, action_masks=masks)[0]
     assert (runner.act(obs, masks) == theirs).all() and masks[np.arange(100), theirs].all()
+
+
+def test_a_multidiscrete_action_model_imports_and_acts_like_sb3(tmp_path, capsys):
+    """SB3's MultiCategorical (one argmax per component of the action net's logits) as the bundle's int32 actions;
+    a MultiBinary model (SB3's Bernoulli) is refused in one line."""
+    import gymnasium as gym
+
+    env_id = "ThrustTest/Dials-v0"  # tests/conftest.py: MultiDiscrete([3, 4, 2]) observations and actions
+    model = learned(sb3.PPO("MlpPolicy", env_id, n_steps=128, batch_size=64, seed=0, verbose=0), 256)
+    model.save(tmp_path / "dials")
+    assert main(["import", str(tmp_path / "dials.zip"), "--env", env_id, "--out", str(tmp_path / "bundle")]) == 0
+    env, targets = gym.make(env_id), []
+    for seed in range(64):
+        targets.append(env.reset(seed=seed)[0])
+    targets = np.stack(targets)
+    flat = np.concatenate([np.eye(n, dtype=np.float32)[targets[:, i]] for i, n in enumerate((3, 4, 2))], axis=1)
+    ours = OnnxPolicy(load_bundle(tmp_path / "bundle")).act(flat)
+    assert ours.shape == (64, 3) and (ours == model.predict(targets, deterministic=True)[0]).all()
+    binary = learned(sb3.PPO("MlpPolicy", "ThrustTest/BinaryDials-v0", n_steps=64, batch_size=64, seed=0, verbose=0), 64)
+    binary.save(tmp_path / "binary")
+    assert (
+        main(["import", str(tmp_path / "binary.zip"), "--env", "ThrustTest/BinaryDials-v0", "--out", str(tmp_path / "b")]) == 2
+    )
+    assert "MultiBinary space (SB3's Bernoulli per bit): not supported" in capsys.readouterr().err

@@ -3,8 +3,6 @@ and A2C: they learn where a random policy fails, masks apply per component, and 
 
 from __future__ import annotations
 
-import gymnasium as gym
-import numpy as np
 import pytest
 import torch
 
@@ -13,36 +11,6 @@ from thrust_app.envs.core import MultiDiscrete
 from thrust_app.interop.exporter import export_run
 from thrust_app.nets.policies import ActorCritic
 from thrust_app.training.trainer import train
-
-TURNS = 10
-
-
-class Dials(gym.Env):
-    """Set each dial to the value shown: the reward is the fraction of dials right, 10 turns. Random settings
-    score about 10 / values per episode, the right ones 10. `binary`: two-valued dials as MultiBinary."""
-
-    def __init__(self, binary: bool = False) -> None:
-        self.nvec = np.array([2, 2, 2, 2] if binary else [3, 4, 2])
-        self.observation_space = gym.spaces.MultiBinary(4) if binary else gym.spaces.MultiDiscrete(self.nvec)
-        self.action_space = gym.spaces.MultiBinary(4) if binary else gym.spaces.MultiDiscrete(self.nvec)
-
-    def _target(self) -> np.ndarray:
-        self.target = self.np_random.integers(self.nvec)
-        return self.target.astype(np.int8 if isinstance(self.action_space, gym.spaces.MultiBinary) else np.int64)
-
-    def reset(self, *, seed=None, options=None):
-        super().reset(seed=seed)
-        self.turn = 0
-        return self._target(), {}
-
-    def step(self, action):
-        reward = float(np.mean(np.asarray(action) == self.target))
-        self.turn += 1
-        return self._target(), reward, False, self.turn >= TURNS, {}
-
-
-gym.register("ThrustTest/Dials-v0", entry_point=Dials)
-gym.register("ThrustTest/BinaryDials-v0", entry_point=Dials, kwargs={"binary": True})
 
 
 @pytest.mark.parametrize(("algo", "env_id"), [("ppo", "ThrustTest/Dials-v0"), ("a2c", "ThrustTest/BinaryDials-v0")])

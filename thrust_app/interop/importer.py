@@ -23,7 +23,7 @@ import numpy as np
 import torch
 
 from ..envs import GYMNASIUM_TWINS, env_spaces
-from ..envs.core import Discrete
+from ..envs.core import Discrete, MultiDiscrete
 from ..envs.pipeline import Pipeline, is_atari
 from ..runs.staging import staged_folder
 from ..training.run_spec import resolve_env_name
@@ -47,7 +47,11 @@ def sb3_parity(model: SB3Model, env_id: str, policy: Any, normalizer: Any, discr
         theirs = np.asarray(predict(obs) if allowed is None else predict(obs, allowed))
         if discrete:
             scores = np.sort(out[0].numpy(), axis=-1)
-            differ = (out[1].numpy() != theirs) & ((scores[:, -1] - scores[:, -2]) >= TIE_GAP)
+            differ = out[1].numpy() != theirs
+            if differ.ndim > 1:  # MultiDiscrete: a row differs where any component does (no tie allowance)
+                differ = differ.any(-1)
+            else:
+                differ &= (scores[:, -1] - scores[:, -2]) >= TIE_GAP
             if differ.any():
                 raise ParityError(
                     f"the rebuilt policy picks other actions than SB3's predict on {int(differ.sum())}/{len(obs)} "
@@ -104,7 +108,7 @@ def import_sb3(
             + (["--vec-normalize", str(vec_normalize)] if vec_normalize is not None else [])
         ),
     }
-    discrete = isinstance(action_space, Discrete)
+    discrete = isinstance(action_space, Discrete | MultiDiscrete)
     check = sb3_parity(model, env_id, policy, normalizer, discrete, pipeline)
     return write_bundle(policy, env_id, model.algo, out_dir, fields, force=force, extra_check=check, pipeline=pipeline)
 

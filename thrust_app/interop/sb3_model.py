@@ -31,7 +31,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from ..envs.core import Box, Discrete
+from ..envs.core import Box, Discrete, MultiDiscrete
 from ..nets.obs_normalizer import ObsNormalizer
 from ..nets.policies import NatureCNN, masked
 from .manifest import BundleError
@@ -268,10 +268,12 @@ def check_spaces(model: SB3Model, obs_space: Box, action_space: Box | Discrete, 
     _check_action_space(model, action_space, env_id)
 
 
-def _check_action_space(model: SB3Model, action_space: Box | Discrete, env_id: str) -> None:
-    action_type = str(model.space_field("action_space", ":type:") or "")
-    if isinstance(action_space, Discrete) != ("Discrete" in action_type):
-        raise SB3FormatError(f"{model.path} acts in a {action_type or 'different'} action space, unlike {env_id}")
+def _check_action_space(model: SB3Model, action_space: Box | Discrete | MultiDiscrete, env_id: str) -> None:
+    saved = str(model.space_field("action_space", ":type:") or "").rsplit(".", 1)[-1].rstrip("'>")
+    if saved == "MultiBinary":
+        raise SB3FormatError(f"{model.path} acts in a MultiBinary space (SB3's Bernoulli per bit): not supported")
+    if saved != type(action_space).__name__:
+        raise SB3FormatError(f"{model.path} acts in a {saved or 'different'} action space, unlike {env_id}")
 
 
 def _linear(weights: dict[str, torch.Tensor], name: str) -> nn.Linear:
@@ -302,6 +304,8 @@ class ImportedPolicy(nn.Module):
         super().__init__()
         self.normalizer = normalizer or nn.Identity()
         self.body, self.head, self.post = body, head, post  # post: argmax | clip | squash | rescale
+        #: SB3's MultiCategorical: one argmax per component of these sizes (MultiDiscrete actions)
+        self.nvec = tuple(action_space.nvec) if isinstance(action_space, MultiDiscrete) else None
         if isinstance(action_space, Box):
             self.register_buffer("low", torch.tensor(action_space.low, dtype=torch.float32))
             self.register_buffer("high", torch.tensor(action_space.high, dtype=torch.float32))
@@ -310,6 +314,8 @@ class ImportedPolicy(nn.Module):
         out = self.head(self.body(self.normalizer(obs)))
         if self.post == "argmax":  # among the allowed actions, for an env that offers masks (MaskablePPO)
             out = masked(out, mask)
+            if self.nvec:
+                return out, torch.stack([part.argmax(-1) for part in out.split(self.nvec, -1)], -1)
             return out, out.argmax(-1)
         if self.post == "clip":  # PPO/A2C: the Gaussian's mean, clipped to the bounds
             return torch.maximum(torch.minimum(out, self.high), self.low)
@@ -350,7 +356,7 @@ def rebuild_policy(
         body = nn.Sequential(
             _features(model, shared, obs_shape), _mlp(weights, "mlp_extractor.policy_net", activation, last_activation=True)
         )
-        post = "argmax" if isinstance(action_space, Discrete) else "clip"
+        post = "argmax" if isinstance(action_space, Discrete | MultiDiscrete) else "clip"
         return ImportedPolicy(body, _linear(weights, "action_net"), post, action_space, normalizer)
     if model.algo == "dqn":
         body = nn.Sequential(
