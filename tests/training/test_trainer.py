@@ -252,3 +252,12 @@ def test_resuming_under_a_new_learning_rate_changes_every_optimizer_and_the_conf
     assert config["config"]["learning_rate"] == 1e-4 and config["overrides"]["learning_rate"] == 1e-4
     steps = [json.loads(line)["step"] for line in (run / "metrics.jsonl").read_text().splitlines()]
     assert steps == sorted(steps) and steps[-1] >= 400  # the records continue from the donor's step (300)
+
+
+def test_an_env_without_a_time_limit_cannot_evaluate_forever(monkeypatch):
+    """CliffWalking has no time limit: a policy that never reaches the goal would evaluate forever."""
+    from thrust_app.training import evaluation
+
+    monkeypatch.setattr(evaluation, "UNLIMITED_EPISODE_CAP", 500)
+    result = evaluation.evaluate(lambda obs: [0] * len(obs), "CliffWalking-v1", episodes=2)  # always up: never done
+    assert result.lengths == [500, 500]

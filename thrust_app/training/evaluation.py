@@ -18,6 +18,11 @@ from ..envs.pipeline import Pipeline
 from ..envs.vec import env_action_mask
 
 
+#: An evaluation episode of an env with no time limit of its own (CliffWalking, a user's env) ends here: a
+#: deterministic policy that never reaches a terminal state would otherwise evaluate forever.
+UNLIMITED_EPISODE_CAP = 100_000
+
+
 @dataclass
 class EvalResult:
     returns: list[float]
@@ -45,10 +50,12 @@ def evaluate(
 ) -> EvalResult:
     """Run `episodes` episodes side by side, one env each, stepping all unfinished ones per policy call. The
     envs are made inside the run's observation `pipeline`, without its training-only steps: returns are
-    the game's."""
+    the game's. An env without a time limit of its own has its episodes cut at UNLIMITED_EPISODE_CAP steps."""
     if episodes < 1:
         raise ValueError(f"episodes must be >= 1, got {episodes}")
     envs = [make_env(env_id, pipeline, **(env_kwargs or {})) for _ in range(episodes)]
+    spec = envs[0].spec
+    cap = UNLIMITED_EPISODE_CAP if spec is None or spec.max_episode_steps is None else None
     resets = [env.reset(seed=seed + i) for i, env in enumerate(envs)]
     obs = [o for o, _ in resets]
     masks = [env_action_mask(env, info) for env, (_, info) in zip(envs, resets, strict=True)]
@@ -65,7 +72,7 @@ def evaluate(
             masks[i] = env_action_mask(envs[i], info)
             returns[i] += float(reward)
             lengths[i] += 1
-            if not (terminated or truncated):
+            if not (terminated or truncated or (cap is not None and lengths[i] >= cap)):
                 still.append(i)
         live = still
     for env in envs:
