@@ -17,7 +17,6 @@ from ..envs import make_env
 from ..envs.pipeline import Pipeline
 from ..envs.vec import env_action_mask
 
-
 #: An evaluation episode of an env with no time limit of its own (CliffWalking, a user's env) ends here: a
 #: deterministic policy that never reaches a terminal state would otherwise evaluate forever.
 UNLIMITED_EPISODE_CAP = 100_000
