@@ -60,10 +60,6 @@ class FrameSharingReplay:
         self._previous_next: np.ndarray | None = None  #: the last add's next obs, (N, k, *frame)
         self._previous_done = np.ones(num_envs, dtype=bool)
 
-    @property
-    def pos(self) -> int:
-        return (self.added % self.slots) * self.num_envs
-
     def add(self, obs, action, reward, next_obs, terminated, next_mask=None) -> None:
         if next_mask is not None:
             raise ValueError("the frame-sharing replay buffer keeps no action masks: set share_frames=false")

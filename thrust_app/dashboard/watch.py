@@ -14,7 +14,7 @@ import numpy as np
 
 from ..envs import make_env
 from ..envs.pipeline import Pipeline
-from ..envs.vec import env_action_mask
+from ..envs.vec import env_action_mask, has_mask_method
 
 #: Container -> (ffmpeg codec, extra output options, MIME type). x264 "ultrafast" and VP9 "realtime"
 #: trade file size for speed: these are short clips of flat-coloured frames.
@@ -53,7 +53,8 @@ def record_episode(
         fps = 60 // 4  # the emulator's 60 frames a second, 4 of them per agent step: the game's own speed
     fps = fps or env.metadata.get("render_fps", 30)
     obs, info = env.reset(seed=seed)
-    mask = env_action_mask(env, info)
+    method = has_mask_method(env)
+    mask = env_action_mask(env, info, method)
     frame = video_frame(env.render())
     with tempfile.TemporaryDirectory() as folder:
         path = Path(folder) / f"episode.{video_format}"
@@ -73,7 +74,7 @@ def record_episode(
             batch = obs[None] if obs.dtype == np.uint8 else obs[None].astype(np.float32)
             action = np.asarray(act(batch) if mask is None else act(batch, mask[None]))[0]
             obs, reward, terminated, truncated, info = env.step(action if action.ndim else action.item())
-            mask = env_action_mask(env, info)
+            mask = env_action_mask(env, info, method)
             total += float(reward)
             steps += 1
             done = terminated or truncated

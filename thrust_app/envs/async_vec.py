@@ -16,7 +16,7 @@ import gymnasium as gym
 import numpy as np
 
 from .arrays import BackendName
-from .vec import BatchStep, LoopVecEnv, has_mask_method, reports_episodes
+from .vec import BatchStep, LoopVecEnv, check_count, has_mask_method, reports_episodes
 
 
 class AsyncVecEnv(LoopVecEnv):
@@ -30,8 +30,7 @@ class AsyncVecEnv(LoopVecEnv):
         backend: BackendName = "numpy",
         device: str = "cpu",
     ) -> None:
-        if num_envs < 1:
-            raise ValueError(f"num_envs must be >= 1, got {num_envs}")
+        check_count(num_envs)
         probe = make_env()  # spaces, id and how episodes are reported, from one copy made here
         try:
             self.describe(probe, num_envs, backend, seed, device)

@@ -84,16 +84,22 @@ class VecEnv(ABC):
         return state is not None
 
 
-def env_action_mask(env: Any, info: dict) -> Any | None:
+def env_action_mask(env: Any, info: dict, method: bool) -> Any | None:
     """The actions a gymnasium env allows at its current observation, the two ways sb3-contrib's MaskablePPO
-    reads them: the env's (or a wrapper's) `action_masks()` method, else `info["action_mask"]` from the
-    reset or step that gave the observation. None when the env offers neither."""
+    reads them: the env's (or a wrapper's) `action_masks()` method (`method`: `has_mask_method(env)`, asked
+    once per env by the caller), else `info["action_mask"]` from the reset or step that gave the observation.
+    None when the env offers neither."""
     import numpy as np
 
-    if has_mask_method(env):
+    if method:
         return np.asarray(env.get_wrapper_attr("action_masks")(), dtype=bool)
     mask = info.get("action_mask")
     return None if mask is None else np.asarray(mask, dtype=bool)
+
+
+def check_count(num_envs: int) -> None:
+    if num_envs < 1:
+        raise ValueError(f"num_envs must be >= 1, got {num_envs}")
 
 
 def has_mask_method(env: Any) -> bool:
@@ -154,8 +160,7 @@ class LoopVecEnv(VecEnv):
         backend: BackendName = "numpy",
         device: str = "cpu",
     ) -> None:
-        if num_envs < 1:
-            raise ValueError(f"num_envs must be >= 1, got {num_envs}")
+        check_count(num_envs)
         self.envs = [make_env() for _ in range(num_envs)]
         first = self.envs[0]
         self.describe(first, num_envs, backend, seed, device)
@@ -203,7 +208,7 @@ class LoopVecEnv(VecEnv):
         if not self._mask_method and not any(info.get("action_mask") is not None for info in infos):
             self._masks = None
             return
-        masks = [env_action_mask(env, info) for env, info in zip(self.envs, infos, strict=True)]
+        masks = [env_action_mask(env, info, self._mask_method) for env, info in zip(self.envs, infos, strict=True)]
         self._masks = None if all(mask is None for mask in masks) else masks
 
     def action_masks(self) -> Any | None:
@@ -220,7 +225,7 @@ class LoopVecEnv(VecEnv):
             final = o
             if term or trunc:
                 if self._masks is not None:
-                    finals[i] = env_action_mask(env, info)  # before the reset replaces it
+                    finals[i] = env_action_mask(env, info, self._mask_method)  # before the reset replaces it
                 o, reset_info = env.reset()
                 info = {**info, "action_mask": reset_info.get("action_mask")}  # the new episode's mask
             rows.append((o, final, r, term, trunc, *self.score(i, r, term or trunc, info)))

@@ -15,7 +15,7 @@ import numpy as np
 
 from ..envs import make_env
 from ..envs.pipeline import Pipeline
-from ..envs.vec import env_action_mask
+from ..envs.vec import env_action_mask, has_mask_method
 
 #: An evaluation episode of an env with no time limit of its own (CliffWalking, a user's env) ends here: a
 #: deterministic policy that never reaches a terminal state would otherwise evaluate forever.
@@ -57,7 +57,8 @@ def evaluate(
     cap = UNLIMITED_EPISODE_CAP if spec is None or spec.max_episode_steps is None else None
     resets = [env.reset(seed=seed + i) for i, env in enumerate(envs)]
     obs = [o for o, _ in resets]
-    masks = [env_action_mask(env, info) for env, (_, info) in zip(envs, resets, strict=True)]
+    method = has_mask_method(envs[0])  # asked once: the lookup walks the wrappers
+    masks = [env_action_mask(env, info, method) for env, (_, info) in zip(envs, resets, strict=True)]
     returns, lengths = [0.0] * episodes, [0] * episodes
     live = list(range(episodes))
     while live:
@@ -68,7 +69,7 @@ def evaluate(
         still = []
         for i, action in zip(live, actions, strict=True):
             obs[i], reward, terminated, truncated, info = envs[i].step(action if action.ndim else action.item())
-            masks[i] = env_action_mask(envs[i], info)
+            masks[i] = env_action_mask(envs[i], info, method)
             returns[i] += float(reward)
             lengths[i] += 1
             if not (terminated or truncated or (cap is not None and lengths[i] >= cap)):
