@@ -134,7 +134,7 @@ def _cmd_eval(args: argparse.Namespace) -> int:
 
         bundle = load_bundle(path)
         check_bundle_fits_env(bundle)
-        act = OnnxPolicy(bundle).act
+        act = OnnxPolicy(bundle)
         env_id, pipeline = bundle.env_id, bundle.pipeline
         label = f"{bundle.manifest['algo']} bundle"
     else:
@@ -152,21 +152,12 @@ def _cmd_eval(args: argparse.Namespace) -> int:
 
 
 def _torch_policy(run, device: str):
-    import torch
-
-    from .algos.base import deterministic_action
+    from .algos.base import NumpyPolicy
     from .envs.pipeline import Pipeline
     from .training.trainer import load_policy
 
     spec, policy = load_policy(run, device)
-    on = next(policy.parameters()).device
-
-    def act(obs, masks=None):
-        with torch.no_grad():
-            mask = None if masks is None else torch.as_tensor(masks, device=on)
-            return deterministic_action(policy, torch.as_tensor(obs, device=on), mask).cpu().numpy()
-
-    return act, spec.env, Pipeline.of(spec.config), f"{spec.algo} run"
+    return NumpyPolicy(policy), spec.env, Pipeline.of(spec.config), f"{spec.algo} run"
 
 
 def _cmd_export(args: argparse.Namespace) -> int:

@@ -7,6 +7,7 @@ import dataclasses
 import inspect
 
 import pytest
+import sb3_contrib
 import stable_baselines3 as sb3
 
 from thrust_app.algos import ALGOS
@@ -16,13 +17,15 @@ THRUST_CHOICES = {
     ("ppo", "n_steps"): "8 envs x 128 steps: 1,024 steps per rollout across Thrust's batched envs (SB3: 1 x 2048)",
     ("ppo", "batch_size"): "256, a quarter of the 1,024-step rollout (SB3: 64 of 2,048)",
 }
+#: The peer class of each algorithm: SB3's, sb3-contrib's for recurrent PPO.
+PEERS = {"recurrent_ppo": sb3_contrib.RecurrentPPO}
 #: Off in Thrust is 0, in SB3 None; the same behaviour.
-OFF_AS_ZERO = {("ppo", "clip_range_vf"), ("ppo", "target_kl")}
+OFF_AS_ZERO = {("ppo", "clip_range_vf"), ("ppo", "target_kl"), ("recurrent_ppo", "clip_range_vf"), ("recurrent_ppo", "target_kl")}
 
 
 @pytest.mark.parametrize("algo", sorted(ALGOS))
 def test_defaults_are_sb3s_but_for_the_named_choices(algo):
-    sb3_defaults = inspect.signature(getattr(sb3, algo.upper()).__init__).parameters
+    sb3_defaults = inspect.signature(PEERS.get(algo) or getattr(sb3, algo.upper())).parameters
     config = ALGOS[algo].Config()
     differ = {}
     for field in dataclasses.fields(config):

@@ -174,7 +174,7 @@ def test_a_run_folder_is_never_overwritten(tmp_path):
 
 
 def test_registry_lists_every_algorithm():
-    assert list(ALGOS) == ["a2c", "ppo", "dqn", "sac", "td3", "ddpg"]
+    assert list(ALGOS) == ["a2c", "ppo", "recurrent_ppo", "dqn", "sac", "td3", "ddpg"]
 
 
 def test_every_fires_once_per_interval_even_when_steps_jump():

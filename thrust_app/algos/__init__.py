@@ -1,4 +1,5 @@
-"""Thrust's algorithms, one readable file each: A2C, PPO (on-policy), DQN, SAC, TD3 and DDPG (off-policy)."""
+"""Thrust's algorithms, one readable file each: A2C, PPO, recurrent PPO (on-policy), DQN, SAC, TD3 and DDPG
+(off-policy)."""
 
 from __future__ import annotations
 
@@ -12,15 +13,18 @@ from .a2c import A2C, A2CConfig
 from .base import ActionSpaceError, Algorithm
 from .dqn import DQN, DQNConfig
 from .ppo import PPO, PPOConfig
+from .recurrent_ppo import RecurrentPPO, RecurrentPPOConfig
 from .sac import SAC, SACConfig
 from .td3 import DDPG, TD3, DDPGConfig, TD3Config
 
-ALGOS: dict[str, type[Algorithm]] = {cls.name: cls for cls in (A2C, PPO, DQN, SAC, TD3, DDPG)}
+ALGOS: dict[str, type[Algorithm]] = {cls.name: cls for cls in (A2C, PPO, RecurrentPPO, DQN, SAC, TD3, DDPG)}
+#: Other names users know an algorithm by: the zoo's (rl-baselines3-zoo calls RecurrentPPO ppo_lstm).
+ALGO_ALIASES = {"ppo_lstm": "recurrent_ppo", "recurrentppo": "recurrent_ppo"}
 
 
 def get_algo(name: str) -> type[Algorithm]:
     try:
-        return ALGOS[name.lower()]
+        return ALGOS[ALGO_ALIASES.get(name.lower(), name.lower())]
     except KeyError:
         raise ValueError(f"unknown algorithm {name!r}; choose one of {', '.join(ALGOS)}") from None
 
@@ -50,6 +54,8 @@ __all__ = [
     "DDPGConfig",
     "DQNConfig",
     "PPOConfig",
+    "RecurrentPPO",
+    "RecurrentPPOConfig",
     "SACConfig",
     "TD3Config",
     "build_algorithm",

@@ -178,6 +178,27 @@ def deterministic_action(policy: nn.Module, obs: torch.Tensor, mask: torch.Tenso
     return out[1] if isinstance(out, tuple) else out
 
 
+class NumpyPolicy:
+    """A torch policy's deterministic `act` as `evaluate` calls it: numpy observations (and action masks) in,
+    numpy actions out, computed on `device` (the policy's own unless given). A policy with memory (`state_size`
+    > 0, recurrent PPO's) also takes each env's memory, zeros at an episode's start, and returns the next."""
+
+    def __init__(self, policy: nn.Module, device: torch.device | None = None) -> None:
+        self.policy = policy
+        self.device = device if device is not None else next(policy.parameters()).device
+        self.state_size: int = getattr(policy, "state_size", 0)
+
+    def __call__(self, obs, masks=None, state=None):
+        with torch.no_grad():
+            obs_tensor = torch.as_tensor(obs, device=self.device)
+            mask = None if masks is None else torch.as_tensor(masks, device=self.device)
+            if not self.state_size:
+                return deterministic_action(self.policy, obs_tensor, mask).cpu().numpy()
+            *out, next_state = self.policy.act(obs_tensor, mask, state=torch.as_tensor(state, device=self.device))
+            action = out[1] if len(out) == 2 else out[0]  # (logits, action) or the bounded action
+            return action.cpu().numpy(), next_state.cpu().numpy()
+
+
 def set_learning_rate(optimizer: torch.optim.Optimizer, lr: float) -> None:
     for group in optimizer.param_groups:
         group["lr"] = lr

@@ -65,8 +65,13 @@ class OnPolicyAlgorithm(Algorithm):
 
     def __init__(self, obs_shape, action_space, config: OnPolicyConfig, device, seed, obs_dtype="float32") -> None:
         super().__init__(obs_shape, action_space, config, device, seed, obs_dtype)
-        self.net = ActorCritic(obs_shape, action_space, config.hidden, config.activation, config.log_std_init).to(device)
+        self.net = self.make_net().to(device)
         self.optimizer = self.make_optimizer()
+
+    def make_net(self) -> ActorCritic:
+        """The actor-critic this algorithm trains (recurrent PPO builds one with memory)."""
+        config = self.config
+        return ActorCritic(self.obs_shape, self.action_space, config.hidden, config.activation, config.log_std_init)
 
     @abstractmethod
     def make_optimizer(self) -> torch.optim.Optimizer:
@@ -87,7 +92,8 @@ class OnPolicyAlgorithm(Algorithm):
         self, obs: torch.Tensor, actions: torch.Tensor, loss_fn: ActorCriticLoss, masks: torch.Tensor | None = None
     ) -> torch.Tensor:
         """One optimizer step on `loss_fn(log_prob, entropy, value)` at (obs, actions) (under the action `masks`
-        the samples were drawn with), gradients clipped to `max_grad_norm`; returns the logs `loss_fn` reports."""
+        the samples were drawn with), gradients clipped to `max_grad_norm`; returns the logs `loss_fn` reports.
+        `obs` is what the net's `evaluate_actions` reads: a batch of observations (a recurrent net's Sequences)."""
         logs = self.backward(obs, actions, loss_fn) if masks is None else self.backward(obs, actions, loss_fn, masks)
         clip_grad_norm_(self.net.flat, self.config.max_grad_norm)
         self.optimizer_step()

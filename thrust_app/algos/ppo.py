@@ -5,7 +5,7 @@ Defaults follow Stable-Baselines3; per-env presets in `thrust_app/training/prese
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from functools import partial
 from typing import Literal, NamedTuple
@@ -81,27 +81,31 @@ class PPO(OnPolicyAlgorithm):
 
     def update(self, rollout: Rollout, advantages: torch.Tensor, returns: torch.Tensor) -> dict[str, float]:
         """n_epochs of clipped-surrogate minibatch updates on one rollout; returns the mean logs."""
-        config = self.config
+        logged: list[torch.Tensor] = []
+        for _ in range(self.config.n_epochs):
+            for minibatch, masks in self.minibatches(rollout, advantages, returns):
+                # a step replayed from a CUDA graph (which takes the minibatch alone) returns the graph's own
+                # log tensor, which the next replay overwrites: keep a copy
+                logs = self.step_minibatch(minibatch) if masks is None else self.step_minibatch(minibatch, masks)
+                logged.append(logs.clone())
+            if self.config.target_kl and float(logged[-1][3]) > 1.5 * self.config.target_kl:
+                break
+        return dict(zip(LOG_NAMES, torch.stack(logged).mean(0).tolist(), strict=True))
+
+    def minibatches(
+        self, rollout: Rollout, advantages: torch.Tensor, returns: torch.Tensor
+    ) -> Iterator[tuple[tuple[torch.Tensor, ...], torch.Tensor | None]]:
+        """One epoch: the rollout's steps in a random order, `batch_size` at a time, each minibatch as (obs,
+        actions, old log-probs, old values, advantages, returns) and its action masks (None without)."""
         obs, actions = rollout.obs.flatten(0, 1), rollout.actions.flatten(0, 1)
         samples = Minibatch(rollout.log_probs.flatten(), rollout.values.flatten(), advantages.flatten(), returns.flatten())
         masks = None if rollout.masks is None else rollout.masks.flatten(0, 1)
-        n_samples = obs.shape[0]
-        logged: list[torch.Tensor] = []
-        for _ in range(config.n_epochs):
-            order = torch.randperm(n_samples, generator=self.generator, device=obs.device)
-            for start in range(0, n_samples, config.batch_size):
-                index = order[start : start + config.batch_size]
-                # index_select: the gather obs[index] does, with about half its dispatch time
-                minibatch = tuple(values.index_select(0, index) for values in (obs, actions, *samples))
-                # a step replayed from a CUDA graph returns the graph's own log tensor, which the next replay
-                # overwrites: keep a copy
-                if masks is None:
-                    logged.append(self.step_minibatch(minibatch).clone())
-                else:
-                    logged.append(self.step_minibatch(minibatch, masks.index_select(0, index)).clone())
-            if config.target_kl and float(logged[-1][3]) > 1.5 * config.target_kl:
-                break
-        return dict(zip(LOG_NAMES, torch.stack(logged).mean(0).tolist(), strict=True))
+        order = torch.randperm(obs.shape[0], generator=self.generator, device=obs.device)
+        for start in range(0, obs.shape[0], self.config.batch_size):
+            index = order[start : start + self.config.batch_size]
+            # index_select: the gather obs[index] does, with about half its dispatch time
+            minibatch = tuple(values.index_select(0, index) for values in (obs, actions, *samples))
+            yield minibatch, None if masks is None else masks.index_select(0, index)
 
     def step_minibatch(self, minibatch: Sequence[torch.Tensor], masks: torch.Tensor | None = None) -> torch.Tensor:
         """One optimizer step on (obs, actions, old log-probs, old values, advantages, returns), under the action

@@ -30,6 +30,10 @@ class Rollout:
     episode_returns: list[float]  #: returns of the episodes that finished during the rollout
     episode_lengths: list[int]
     masks: torch.Tensor | None = None  #: (T, N, n_actions) the actions allowed at each obs, for an env with masks
+    #: A recurrent policy's: (T, N) 1.0 where the step is an episode's first, and (T, parts, layers, N, hidden) its
+    #: memory before each step (nets/recurrent.py)
+    starts: torch.Tensor | None = None
+    states: torch.Tensor | None = None
 
 
 #: What a rollout records per step, in this order.
@@ -81,9 +85,11 @@ def collect_steps(
     env: VecEnv, env_io: EnvIO, obs: torch.Tensor, policy: ActorCritic, n_steps: int, gamma: float
 ) -> CollectedSteps:
     """Run the policy for `n_steps` steps of every env. With the env's arrays on the learner's device this
-    makes no host round trip, which is what lets cuda_graphs.CapturedCollection capture it."""
+    makes no host round trip, which is what lets cuda_graphs.CapturedCollection capture it. A policy with
+    memory (recurrent PPO's RolloutMemory) is told after each step which episodes ended."""
     recorded: dict[str, list[torch.Tensor]] = {key: [] for key in RECORDED}
     mask = env_io.masks(env)
+    episodes_ended = getattr(policy, "episodes_ended", None)
     for _ in range(n_steps):
         action, log_prob, value = policy.sample(obs, mask)
         step = env_io.step(env, policy.env_action(action))
@@ -93,6 +99,8 @@ def collect_steps(
         if env_io.env_on_device(env) or bool(step.truncated.any()):
             reward = reward + gamma * (step.truncated & ~step.terminated) * policy.value(step.final_obs)
         record_step(recorded, (obs, action, log_prob, value, reward), step, mask)
+        if episodes_ended is not None:
+            episodes_ended(step.terminated | step.truncated)
         obs, mask = step.obs, env_io.masks(env)
     steps = stacked(recorded, torch.stack)  # (T, N) each: one op per array, not per step
     return steps, policy.value(obs), obs

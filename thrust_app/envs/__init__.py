@@ -12,7 +12,12 @@ from .core import ALIASES, CORE_ENVS, Box, Discrete, UnknownEnvError, make_core,
 
 #: gymnasium envs whose dynamics Thrust's cores reproduce exactly (tests/envs/test_gym_adapter.py), so a
 #: policy trained on one runs on the other: where the player (Pyodide, Thrust's cores only) can run it.
-GYMNASIUM_TWINS = {"CartPole-v1": "thrust/CartPole-v0", "Pendulum-v1": "thrust/Pendulum-v0"}
+GYMNASIUM_TWINS = {
+    "CartPole-v1": "thrust/CartPole-v0",
+    "Pendulum-v1": "thrust/Pendulum-v0",
+    "CartPoleNoVel-v1": "thrust/CartPoleNoVel-v0",
+    "PendulumNoVel-v1": "thrust/PendulumNoVel-v0",
+}
 
 if TYPE_CHECKING:
     from .pipeline import Pipeline

@@ -7,12 +7,14 @@ right shape and its spaces into gymnasium spaces. Seeds pass straight through, s
 
 from __future__ import annotations
 
+import functools
 from typing import Any, ClassVar
 
 import gymnasium as gym
 import numpy as np
 
 from . import core as cores
+from .core.hidden_velocity import VELOCITY_INDICES, no_velocity_id
 
 
 def to_gym_space(space: cores.Box | cores.Discrete) -> gym.Space:
@@ -76,7 +78,25 @@ class SnakeEnv(ThrustEnv):
     metadata: ClassVar[dict[str, Any]] = {"render_modes": ["rgb_array"], "render_fps": 10}
 
 
-GYM_ENVS: dict[str, type[ThrustEnv]] = {cls.core_cls.id: cls for cls in (BanditEnv, CartPoleEnv, PendulumEnv, SnakeEnv)}
+class CartPoleNoVelEnv(CartPoleEnv):
+    core_cls = cores.CartPoleNoVel
+
+
+class PendulumNoVelEnv(PendulumEnv):
+    core_cls = cores.PendulumNoVel
+
+
+GYM_ENVS: dict[str, type[ThrustEnv]] = {
+    cls.core_cls.id: cls for cls in (BanditEnv, CartPoleEnv, PendulumEnv, SnakeEnv, CartPoleNoVelEnv, PendulumNoVelEnv)
+}
+
+
+def make_no_velocity(base_id: str, **kwargs: Any) -> gym.Env:
+    """The zoo's `*NoVel` env: gymnasium's `base_id` with its velocity entries multiplied by zero."""
+    env = gym.make(base_id, **kwargs)
+    keep = np.ones(env.observation_space.shape, env.observation_space.dtype)
+    keep[list(VELOCITY_INDICES[base_id])] = 0
+    return gym.wrappers.TransformObservation(env, lambda obs: obs * keep, env.observation_space)
 
 
 def register_envs() -> None:
@@ -84,3 +104,6 @@ def register_envs() -> None:
     for env_id, cls in GYM_ENVS.items():
         if env_id not in gym.registry:
             gym.register(id=env_id, entry_point=f"{__name__}:{cls.__name__}")
+    for base_id in VELOCITY_INDICES:  # the zoo's memory tests, under the zoo's ids; their limits are the base env's
+        if no_velocity_id(base_id) not in gym.registry and base_id in gym.registry:
+            gym.register(id=no_velocity_id(base_id), entry_point=functools.partial(make_no_velocity, base_id))

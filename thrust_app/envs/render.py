@@ -119,6 +119,8 @@ _RENDERERS = {
     "thrust/CartPole-v0": render_cartpole,
     "thrust/Pendulum-v0": render_pendulum,
     "thrust/Snake-v0": render_snake,
+    "thrust/CartPoleNoVel-v0": render_cartpole,
+    "thrust/PendulumNoVel-v0": render_pendulum,
 }
 
 

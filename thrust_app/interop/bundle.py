@@ -161,13 +161,19 @@ class OnnxPolicy:
         options.inter_op_num_threads = 1
         self.session = ort.InferenceSession(str(bundle.model_path), options, providers=list(providers or self.PROVIDERS))
         inputs = self.session.get_inputs()
-        if len(inputs) not in (1, 2):
+        memory = bundle.manifest.get("memory") or {}
+        #: A recurrent policy's memory input and output, and its width (0: no memory).
+        self.state_name, self.next_state_name = memory.get("input"), memory.get("output")
+        self.state_size: int = memory.get("size", 0)
+        others = [i.name for i in inputs[1:] if i.name != self.state_name]
+        if len(inputs) not in (1, 2, 3) or len(others) > 1 or len(inputs) - len(others) - 1 != bool(self.state_size):
             raise BundleError(
-                f"{bundle.model_path} has {len(inputs)} inputs; a policy takes the observation (and the action mask)"
+                f"{bundle.model_path} has inputs {[i.name for i in inputs]}; a policy takes the observation (and its "
+                "memory, as the manifest's 'memory' names it, and the action mask)"
             )
         self.input_name = inputs[0].name
         #: The action mask's input, for a policy of an env that offers masks (True = allowed).
-        self.mask_name = inputs[1].name if len(inputs) == 2 else None
+        self.mask_name = others[0] if others else None
         #: A graph exported with a fixed batch of 1 (SB3's export recipe) is run one observation at a time.
         self.one_at_a_time = inputs[0].shape[0] == 1
         model_shape = list(inputs[0].shape[1:])
@@ -181,22 +187,34 @@ class OnnxPolicy:
         #: The input's dtype: float32, or uint8 for byte frames (scaled inside the graph).
         self.obs_dtype = np.uint8 if inputs[0].type == "tensor(uint8)" else np.float32
 
-    def run(self, obs: np.ndarray, masks: np.ndarray | None = None) -> dict[str, np.ndarray]:
+    def run(self, obs: np.ndarray, masks: np.ndarray | None = None, state: np.ndarray | None = None) -> dict[str, np.ndarray]:
         """The graph's outputs for a batch of observations (and, for a masked policy, their action masks:
-        all actions allowed where none are given)."""
+        all actions allowed where none are given; for a recurrent one, their memories: zeros where none are)."""
         obs = np.ascontiguousarray(obs, dtype=self.obs_dtype)
         if self.one_at_a_time and obs.shape[0] != 1:
-            rows = [self.run(obs[i : i + 1], None if masks is None else masks[i : i + 1]) for i in range(obs.shape[0])]
+            rows = [
+                self.run(obs[i : i + 1], *(None if x is None else x[i : i + 1] for x in (masks, state)))
+                for i in range(obs.shape[0])
+            ]
             return {name: np.concatenate([row[name] for row in rows]) for name in self.output_names}
         feed = {self.input_name: obs}
+        if self.state_size:
+            memory = np.zeros((len(obs), self.state_size), np.float32) if state is None else state
+            feed[self.state_name] = np.ascontiguousarray(memory, dtype=np.float32)
         if self.mask_name is not None:
             n_actions = self.bundle.manifest["action_space"]["n"]
             feed[self.mask_name] = np.ones((len(obs), n_actions), bool) if masks is None else np.asarray(masks, bool)
         outputs = self.session.run(None, feed)
         return dict(zip(self.output_names, outputs, strict=True))
 
-    def act(self, obs: np.ndarray, masks: np.ndarray | None = None) -> np.ndarray:
-        return read_actions(self.run(obs, masks), self.bundle)
+    def act(self, obs: np.ndarray, masks: np.ndarray | None = None, state: np.ndarray | None = None):
+        """The actions for a batch of observations; a recurrent policy's with its next memory, (actions, state),
+        as `evaluate` calls it."""
+        outputs = self.run(obs, masks, state)
+        actions = read_actions(outputs, self.bundle)
+        return (actions, outputs[self.next_state_name]) if self.state_size else actions
+
+    __call__ = act
 
 
 def check_bundle_fits_env(bundle: Bundle) -> None:

@@ -15,14 +15,14 @@ import logging
 import warnings
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 import torch
 from torch import nn
 
 from .. import __version__
-from ..algos.base import deterministic_action
+from ..algos.base import NumpyPolicy
 from ..envs import env_spaces
 from ..envs.batched import make_batched
 from ..envs.core import Discrete, MultiDiscrete
@@ -62,6 +62,8 @@ class ParityError(BundleError):
 class PolicyGraph(nn.Module):
     """What the ONNX graph computes: scores and an int32 action (discrete), or the bounded action."""
 
+    recurrent = False
+
     def __init__(self, policy: nn.Module, discrete: bool) -> None:
         super().__init__()
         self.policy = policy
@@ -75,6 +77,29 @@ class PolicyGraph(nn.Module):
         return out
 
 
+class RecurrentPolicyGraph(PolicyGraph):
+    """A policy with memory: PolicyGraph's outputs from (obs, state) (and the action mask), then `next_state`,
+    the memory to feed back at the next step (zeros at an episode's start)."""
+
+    recurrent = True
+
+    def forward(self, obs: torch.Tensor, state: torch.Tensor, mask: torch.Tensor | None = None):
+        *out, next_state = self.policy.act(obs, state=state) if mask is None else self.policy.act(obs, mask, state=state)
+        if self.discrete:
+            scores, action = out
+            return scores, action.to(torch.int32), next_state
+        return out[0], next_state
+
+
+def policy_graph(policy: nn.Module, discrete: bool) -> PolicyGraph:
+    """The graph module of `policy`: with memory (`state_size`) a RecurrentPolicyGraph."""
+    return (RecurrentPolicyGraph if getattr(policy, "state_size", 0) else PolicyGraph)(policy, discrete)
+
+
+#: The memory's input and output in a recurrent policy's graph.
+STATE_INPUT, STATE_OUTPUT = "state", "next_state"
+
+
 def exported_module(policy: nn.Module) -> nn.Module:
     """The module the ONNX file holds: an actor-critic over vector observations as its policy tower alone
     (a plain MLP, no value tower); every other policy as it is. Parity is checked against `policy` itself."""
@@ -85,7 +110,21 @@ def exported_module(policy: nn.Module) -> nn.Module:
     return policy
 
 
-def output_specs(algo: str, action_space: Any) -> list[dict[str, Any]]:
+def output_specs(algo: str, action_space: Any, state_size: int = 0) -> list[dict[str, Any]]:
+    """The manifest's outputs: the scores and the action (the bounded action alone for Box), and a recurrent
+    policy's next memory."""
+    memory = [
+        {
+            "name": STATE_OUTPUT,
+            "dtype": "float32",
+            "shape": ["batch", state_size],
+            "meaning": f"the policy's memory after this step: feed it as '{STATE_INPUT}' with the next observation",
+        }
+    ]
+    return action_outputs(algo, action_space) + (memory if state_size else [])
+
+
+def action_outputs(algo: str, action_space: Any) -> list[dict[str, Any]]:
     if isinstance(action_space, MultiDiscrete):
         logits, components = sum(action_space.nvec), len(action_space.nvec)
         meaning = "each component's logits, side by side"
@@ -127,15 +166,19 @@ def export_onnx(
     path: Path,
     obs_dtype: str = "float32",
     n_masked: int | None = None,
+    state_size: int = 0,
 ) -> None:
     """The graph as one ONNX file, batch dimension dynamic; `n_masked`: it also takes an (N, n_masked) bool
-    action mask, for a policy of an env that offers masks."""
+    action mask, for a policy of an env that offers masks; `state_size`: the (N, state_size) memory of a
+    recurrent policy, before the mask."""
     example = torch.zeros((2, *obs_shape), dtype=getattr(torch, obs_dtype))  # uint8 frames: the graph scales them
     batch = torch.export.Dim("batch", min=1)
-    inputs, names, dynamic = (example,), ["obs"], {"obs": {0: batch}}
+    inputs, names, dynamic = [example], ["obs"], {"obs": {0: batch}}
+    if state_size:
+        inputs, names, dynamic["state"] = [*inputs, torch.zeros(2, state_size)], [*names, STATE_INPUT], {0: batch}
     if n_masked is not None:
-        inputs, names = (example, torch.ones((2, n_masked), dtype=torch.bool)), [*names, "action_mask"]
-        dynamic = {"obs": {0: batch}, "mask": {0: batch}}
+        inputs, names = [*inputs, torch.ones((2, n_masked), dtype=torch.bool)], [*names, "action_mask"]
+        dynamic["mask"] = {0: batch}
     # The exporter narrates its passes on stdout and warns about torchvision ops no policy uses.
     registration_log = logging.getLogger("torch.onnx._internal.exporter._registration")
     level = registration_log.level
@@ -144,7 +187,7 @@ def export_onnx(
         warnings.simplefilter("ignore", FutureWarning)
         warnings.filterwarnings("ignore", message=".*The axis name")  # obs and action mask share their batch axis
         program = torch.onnx.export(
-            graph, inputs, dynamo=True, input_names=names, output_names=[o["name"] for o in outputs], dynamic_shapes=dynamic
+            graph, tuple(inputs), dynamo=True, input_names=names, output_names=[o["name"] for o in outputs], dynamic_shapes=dynamic
         )
         program.save(str(path), external_data=False)
     registration_log.setLevel(level)
@@ -165,31 +208,48 @@ def random_observations(space: Any, rng: np.random.Generator, n: int) -> np.ndar
     return np.where(finite, uniform, rng.normal(size=shape)).astype(np.float32)
 
 
+class Samples(NamedTuple):
+    """What parity is checked on, each by source ("random", "env"): observations, and where the policy takes them,
+    action masks (random ones, each allowing at least one action, and the env's own) and memories (random
+    ones, and those the policy had in the env's episodes)."""
+
+    obs: dict[str, np.ndarray]
+    masks: dict[str, np.ndarray] | None = None
+    states: dict[str, np.ndarray] | None = None
+
+
 def sample_observations(
     env_id: str, policy: nn.Module, rng: np.random.Generator, n_env_steps: int = 256, pipeline: Pipeline | None = None
-) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray] | None]:
-    """Random observations (within the space, or N(0, 1) where it is unbounded) and real ones from rollouts;
-    for an env that offers action masks, their masks too (random ones, each allowing at least one action,
-    and the env's own), else None."""
+) -> Samples:
+    """Random observations (within the space, or N(0, 1) where it is unbounded) and real ones from the policy's
+    own deterministic episodes; with their masks and memories where the env and the policy have them."""
     env = make_batched(env_id, 8, seed=int(rng.integers(2**31)), pipeline=pipeline)
     random_obs = random_observations(env.observation_space, rng, LARGE_BATCH)
+    act = NumpyPolicy(policy)
     obs = env.reset()
-    seen, seen_masks = [], []
+    memory = np.zeros((8, act.state_size), np.float32)
+    seen, seen_masks, seen_memory = [], [], []
     for _ in range(n_env_steps // 8):
         masks = env.action_masks()
         seen.append(obs)
         seen_masks.append(masks)
-        with torch.no_grad():
-            mask = None if masks is None else torch.as_tensor(masks)
-            action = deterministic_action(policy, torch.as_tensor(obs), mask).numpy()
-        obs = env.step(action).obs
+        seen_memory.append(memory)
+        if act.state_size:
+            action, memory = act(obs, masks, memory)
+        else:
+            action = act(obs, masks)
+        step = env.step(action)
+        obs, memory = step.obs, memory * ~(step.terminated | step.truncated)[:, None]  # a new episode starts at zero
     env.close()
-    samples = {"random": random_obs, "env": np.concatenate(seen)}
-    if seen_masks[0] is None:
-        return samples, None
-    random_masks = rng.random((LARGE_BATCH, seen_masks[0].shape[1])) < 0.5
-    random_masks[np.arange(LARGE_BATCH), rng.integers(seen_masks[0].shape[1], size=LARGE_BATCH)] = True
-    return samples, {"random": random_masks, "env": np.concatenate(seen_masks)}
+    samples = Samples({"random": random_obs, "env": np.concatenate(seen)})
+    if seen_masks[0] is not None:
+        random_masks = rng.random((LARGE_BATCH, seen_masks[0].shape[1])) < 0.5
+        random_masks[np.arange(LARGE_BATCH), rng.integers(seen_masks[0].shape[1], size=LARGE_BATCH)] = True
+        samples = samples._replace(masks={"random": random_masks, "env": np.concatenate(seen_masks)})
+    if act.state_size:
+        random_memory = rng.normal(0.0, 0.5, (LARGE_BATCH, act.state_size)).astype(np.float32)
+        samples = samples._replace(states={"random": random_memory, "env": np.concatenate(seen_memory)})
+    return samples
 
 
 def largest_difference(names: list[str], expected: tuple[torch.Tensor, ...], got: dict[str, np.ndarray]) -> float:
@@ -207,27 +267,23 @@ def largest_difference(names: list[str], expected: tuple[torch.Tensor, ...], got
     return worst
 
 
-def check_parity(
-    graph: PolicyGraph,
-    model_path: Path,
-    manifest: dict[str, Any],
-    samples: dict[str, np.ndarray],
-    masks: dict[str, np.ndarray] | None = None,
-) -> dict[str, Any]:
-    """Run torch and onnxruntime on the same observations (and action masks); report the worst difference and
-    agreement."""
+def check_parity(graph: PolicyGraph, model_path: Path, manifest: dict[str, Any], samples: Samples) -> dict[str, Any]:
+    """Run torch and onnxruntime on the same observations (and action masks, and memories); report the worst
+    difference and agreement."""
     runner = OnnxPolicy(Bundle(model_path.parent, manifest))
     names = [o["name"] for o in manifest["outputs"]]
     worst, agree, total, ties = 0.0, 0, 0, 0
-    for key, obs in samples.items():
-        allowed = None if masks is None else masks[key]
+    for key, obs in samples.obs.items():
+        allowed = None if samples.masks is None else samples.masks[key]
+        memory = None if samples.states is None else samples.states[key]
         for rows in [slice(i, i + 1) for i in range(8)] + [slice(None)]:  # batch 1 and the large batch
             batch, mask = obs[rows], None if allowed is None else allowed[rows]
-            inputs = (batch,) if mask is None else (batch, mask)
+            state = None if memory is None else memory[rows]
+            inputs = [array for array in (batch, state, mask) if array is not None]
             with torch.no_grad():
                 expected = graph(*(torch.as_tensor(array) for array in inputs))
             expected = expected if isinstance(expected, tuple) else (expected,)
-            got = runner.run(batch, mask)
+            got = runner.run(batch, mask, state)
             worst = max(worst, largest_difference(names, expected, got))
             if graph.discrete:
                 scores = np.sort(expected[0].numpy(), axis=-1)
@@ -242,7 +298,7 @@ def check_parity(
         "runtime": "onnxruntime CPUExecutionProvider",
         "max_abs_diff": worst,
         "batch_sizes": [1, LARGE_BATCH],
-        "observations": {k: len(v) for k, v in samples.items()},
+        "observations": {k: len(v) for k, v in samples.obs.items()},
     }
     if graph.discrete:
         report["action_agreement"] = agree / total
@@ -278,8 +334,19 @@ def base_manifest(
     obs_dtype: str = "float32",
     pipeline: Pipeline | None = None,
     masked: bool = False,
+    memory: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """The manifest fields every bundle has, exported or imported (parity is added once it is checked)."""
+    """The manifest fields every bundle has, exported or imported (parity is added once it is checked). A
+    recurrent policy's `memory` (what recurrent_memory describes) adds its state input and the manifest's
+    `memory` entry."""
+    state_input = [
+        {
+            "name": STATE_INPUT,
+            "dtype": "float32",
+            "shape": ["batch", memory["size"]],
+            "meaning": f"the policy's memory: zeros at an episode's start, then the last step's '{STATE_OUTPUT}'",
+        }
+    ]
     model = check_model_file(model_path)
     pipeline = pipeline or Pipeline()
     made = "the env's raw observations" if pipeline == Pipeline() else f"observations of the env inside {pipeline.describe()}"
@@ -296,6 +363,7 @@ def base_manifest(
         },
         "action_space": action_space_spec(action_space),
         "inputs": [{"name": "obs", "dtype": obs_dtype, "shape": ["batch", *obs_shape], "meaning": "a batch of observations"}]
+        + (state_input if memory else [])
         + (
             [{"name": "action_mask", "dtype": "bool", "shape": ["batch", action_space.n], "meaning": "the allowed actions"}]
             if masked
@@ -303,6 +371,7 @@ def base_manifest(
         ),
         "outputs": outputs,
         "action_output": "action",
+        **({"memory": memory} if memory else {}),
         "onnx": {
             "ir_version": model.ir_version,
             "opset": max(o.version for o in model.opset_import if o.domain in ("", "ai.onnx")),
@@ -350,24 +419,45 @@ def write_bundle(
     observation pipeline the policy reads the env through (recorded in the manifest)."""
     obs_space, action_space = env_spaces(env_id, pipeline)
     obs_shape = tuple(obs_space.shape)
-    outputs = output_specs(algo, action_space)
+    memory = recurrent_memory(policy)
+    state_size = memory["size"] if memory else 0
+    outputs = output_specs(algo, action_space, state_size)
     discrete = isinstance(action_space, Discrete | MultiDiscrete)
-    samples, masks = sample_observations(env_id, policy, np.random.default_rng(seed), pipeline=pipeline)
-    n_masked = None if masks is None else action_space.n
+    samples = sample_observations(env_id, policy, np.random.default_rng(seed), pipeline=pipeline)
+    n_masked = None if samples.masks is None else action_space.n
     with staged_folder(out_dir) as staging:
         model_path = staging / MODEL_FILE
-        graph = PolicyGraph(exported_module(policy), discrete).eval()
-        export_onnx(graph, obs_shape, outputs, model_path, obs_space.dtype, n_masked)
+        graph = policy_graph(exported_module(policy), discrete).eval()
+        export_onnx(graph, obs_shape, outputs, model_path, obs_space.dtype, n_masked, state_size)
+        masked = samples.masks is not None
         base = base_manifest(
-            env_id, algo, obs_shape, action_space, outputs, model_path, obs_space.dtype, pipeline, masks is not None
+            env_id, algo, obs_shape, action_space, outputs, model_path, obs_space.dtype, pipeline, masked, memory
         )
         manifest = {**base, **fields}
-        manifest["parity"] = check_parity(PolicyGraph(policy, discrete).eval(), model_path, manifest, samples, masks)
+        manifest["parity"] = check_parity(policy_graph(policy, discrete).eval(), model_path, manifest, samples)
         if extra_check is not None:
-            manifest["parity"].update(extra_check(samples) if masks is None else extra_check(samples, masks))
+            manifest["parity"].update(extra_check(samples))
         (staging / MANIFEST_FILE).write_text(json.dumps(manifest, indent=2) + "\n")
         move_into_place(staging, out_dir, manifest, force)
     return load_bundle(out_dir)
+
+
+def recurrent_memory(policy: nn.Module) -> dict[str, Any] | None:
+    """The manifest's `memory` entry of a policy with memory (recurrent PPO's), None for one without."""
+    net = policy.policy if isinstance(policy, NormalizedPolicy) else policy
+    size = getattr(net, "state_size", 0)
+    if not size:
+        return None
+    return {
+        "input": STATE_INPUT,
+        "output": STATE_OUTPUT,
+        "size": size,
+        "rnn": net.rnn_type,
+        "layers": net.rnn_layers,
+        "hidden": net.rnn_hidden,
+        "layout": "(h, c) for an LSTM, h for a GRU; each (layers, hidden), flat",
+        "reset": "zeros at every episode's start",
+    }
 
 
 def export_run(
@@ -420,7 +510,7 @@ def torch_policy_from_bundle(bundle: Bundle, device: str = "cpu") -> PolicyGraph
         shape = agent.obs_shape
         normalizer = ObsNormalizer(np.zeros(shape), np.ones(shape), agent.config.norm_epsilon, agent.config.clip_obs)
         policy = NormalizedPolicy(policy, normalizer.to(device))
-    graph = PolicyGraph(exported_module(policy), isinstance(agent.action_space, Discrete)).eval()
+    graph = policy_graph(exported_module(policy), isinstance(agent.action_space, Discrete)).eval()
     policy = graph.policy
     wanted = policy.state_dict()
     weights = {}

@@ -28,7 +28,16 @@ from ..envs.pipeline import Pipeline, is_atari
 from ..runs.staging import staged_folder
 from ..training.run_spec import resolve_env_name
 from .bundle import MANIFEST_FILE, MODEL_FILE, Bundle, BundleError, OnnxPolicy, export_dir, load_bundle
-from .exporter import MAX_ABS_DIFF, TIE_GAP, ParityError, base_manifest, move_into_place, random_observations, write_bundle
+from .exporter import (
+    MAX_ABS_DIFF,
+    TIE_GAP,
+    ParityError,
+    Samples,
+    base_manifest,
+    move_into_place,
+    random_observations,
+    write_bundle,
+)
 from .onnx_actions import add_action_output, post_process
 from .sb3_model import SB3Model, check_spaces, read_sb3_zip, read_vec_normalize, rebuild_policy, sb3_reference
 
@@ -37,11 +46,11 @@ def sb3_parity(model: SB3Model, env_id: str, policy: Any, normalizer: Any, discr
     """A check comparing the rebuilt policy with SB3's own predict on the bundle's sample observations."""
     predict = sb3_reference(model, env_id, normalizer, pipeline)
 
-    def check(samples: dict[str, np.ndarray], masks: dict[str, np.ndarray] | None = None) -> dict[str, Any]:
+    def check(samples: Samples) -> dict[str, Any]:
         if predict is None:
             return {"stable_baselines3": "not installed here: the rebuilt policy was checked against onnxruntime only"}
-        obs = np.concatenate(list(samples.values()))
-        allowed = None if masks is None else np.concatenate([masks[key] for key in samples])
+        obs = np.concatenate(list(samples.obs.values()))
+        allowed = None if samples.masks is None else np.concatenate([samples.masks[key] for key in samples.obs])
         with torch.no_grad():
             out = policy.act(torch.as_tensor(obs), None if allowed is None else torch.as_tensor(allowed))
         theirs = np.asarray(predict(obs) if allowed is None else predict(obs, allowed))

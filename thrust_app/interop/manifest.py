@@ -52,6 +52,12 @@ def check_manifest(manifest: Any, where: Path) -> None:
     outputs = [output.get("name") for output in field("outputs", list) if isinstance(output, dict)]
     if manifest["action_output"] not in outputs:
         raise BundleError(f"{where}: action_output '{manifest['action_output']}' is not among the outputs {outputs}")
+    if "memory" in manifest:  # a recurrent policy: its memory goes in and comes out each step
+        if field("memory.size", int) < 1:
+            raise BundleError(f"{where}: field 'memory.size' must be >= 1")
+        field("memory.input", str)
+        if field("memory.output", str) not in outputs:
+            raise BundleError(f"{where}: memory.output '{manifest['memory']['output']}' is not among the outputs {outputs}")
 
 
 def check_action_space(field: Any, where: Path) -> None:

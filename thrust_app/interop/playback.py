@@ -1,4 +1,5 @@
-"""One episode of an exported bundle in Python: the pure-Python env core and onnxruntime, batch 1.
+"""One episode of an exported bundle in Python: the pure-Python env core and onnxruntime, batch 1 (a
+recurrent policy's memory carried from step to step).
 
 This is the reference the browser player must match action for action: the same env source
 (the core), the same seed, the same ONNX file.
@@ -30,11 +31,17 @@ def onnx_episode(bundle_path: str | Path, seed: int, max_steps: int = 100_000) -
     env = make_core(bundle.env_id)
     obs = env.reset(seed=seed)
     shape = (1, *bundle.manifest["observation"]["shape"])
+    memory = np.zeros((1, policy.state_size), np.float32)  # a recurrent policy's, zeros at the episode's start
     actions, latencies = [], []
     total = 0.0
     while env.running and env.steps < max_steps:
         start = time.perf_counter()
-        action = policy.act(np.asarray(obs, dtype=np.float32).reshape(shape))[0]
+        batch = np.asarray(obs, dtype=np.float32).reshape(shape)
+        if policy.state_size:
+            action, memory = policy.act(batch, None, memory)
+        else:
+            action = policy.act(batch)
+        action = action[0]
         latencies.append((time.perf_counter() - start) * 1000)
         action = int(action) if bundle.discrete else action.tolist()
         actions.append(action)

@@ -35,8 +35,13 @@ class NormalizedPolicy(nn.Module):
         super().__init__()
         self.policy, self.normalizer = policy, normalizer
 
-    def act(self, obs: torch.Tensor, *mask: torch.Tensor):
-        return self.policy.act(self.normalizer(obs), *mask)
+    def act(self, obs: torch.Tensor, *mask: torch.Tensor, **state: torch.Tensor):
+        return self.policy.act(self.normalizer(obs), *mask, **state)
+
+    @property
+    def state_size(self) -> int:
+        """The width of the policy's memory (recurrent policies), 0 without one."""
+        return getattr(self.policy, "state_size", 0)
 
     def forward(self, obs: torch.Tensor):
         return self.act(obs)

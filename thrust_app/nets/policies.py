@@ -237,13 +237,79 @@ class ActingMLP(BoundsMixin, nn.Module):
         return torch.clamp(out, self.low, self.high)
 
 
-class ActorCritic(BoundsMixin, FlatParameters):
+class ActionHead(BoundsMixin):
+    """The policy's distribution over actions, from the policy head's output, for the actor-critics (feed-forward
+    and recurrent): a categorical over logits (Discrete), independent categoricals (MultiDiscrete; MultiBinary as
+    choices of two), or a diagonal Gaussian with a learned, state-independent log std (Box)."""
+
+    nvec: tuple[int, ...] | None
+    discrete: bool
+
+    def init_action_space(self, action_space: Discrete | Box | MultiDiscrete) -> int:
+        """Set what kind of actions this policy takes; returns the policy head's width."""
+        self.nvec = tuple(action_space.nvec) if isinstance(action_space, MultiDiscrete) else None
+        self.discrete = isinstance(action_space, Discrete | MultiDiscrete)
+        return sum(self.nvec) if self.nvec else action_space.n if self.discrete else math.prod(action_space.shape)
+
+    def init_log_std(self, action_space: Discrete | Box | MultiDiscrete, n_out: int, log_std_init: float) -> None:
+        """Box actions: the bounds, and the Gaussian's log std (one per action dimension)."""
+        if not self.discrete:
+            self._set_bounds(action_space)
+            self.log_std = nn.Parameter(torch.full((n_out,), float(log_std_init)))
+
+    def distribution(self, head_out: torch.Tensor) -> Categorical | Normal:
+        """The policy's distribution from the policy head's output (argument checks cost more than the math)."""
+        if self.discrete:
+            return Categorical(logits=head_out, validate_args=False)
+        return Normal(head_out, self.log_std.exp().expand_as(head_out), validate_args=False)
+
+    def log_prob_entropy(self, head_out: torch.Tensor, actions: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """Per sample: log pi(a|s) of `actions` and the policy's entropy, from the (masked) head output."""
+        if self.nvec:  # independent components: log-probs and entropies add up
+            dists = [self.distribution(part) for part in head_out.split(self.nvec, -1)]
+            log_prob = sum(dist.log_prob(actions[:, i]) for i, dist in enumerate(dists))
+            return log_prob, sum(dist.entropy() for dist in dists)
+        dist = self.distribution(head_out)
+        log_prob, entropy = dist.log_prob(actions), dist.entropy()
+        if not self.discrete:  # independent action dimensions: log-probs and entropies add up
+            log_prob, entropy = log_prob.sum(-1), entropy.sum(-1)
+        return log_prob, entropy
+
+    def draw(self, head_out: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """A sampled action from the (masked) head output and its log-probability."""
+        if not self.discrete:
+            dist = self.distribution(head_out)
+            action = dist.sample()
+            return action, dist.log_prob(action).sum(-1)
+        if self.nvec:  # one draw per component, log-probabilities added
+            drawn = [gumbel_max(part) for part in head_out.split(self.nvec, -1)]
+            return torch.stack([a for a, _ in drawn], -1), sum(lp for _, lp in drawn)
+        return gumbel_max(head_out)
+
+    def greedy(
+        self, head_out: torch.Tensor, mask: torch.Tensor | None = None
+    ) -> torch.Tensor | tuple[torch.Tensor, torch.Tensor]:
+        """The deterministic policy: (logits, argmax among the allowed actions) for discrete actions, per
+        component for MultiDiscrete; the Gaussian's mean clipped to the bounds for Box actions."""
+        if self.nvec:
+            out = masked(head_out, mask)
+            return out, torch.stack([part.argmax(-1) for part in out.split(self.nvec, -1)], -1)
+        if self.discrete:
+            out = masked(head_out, mask)
+            return out, out.argmax(-1)
+        return torch.clamp(head_out, self.low, self.high)
+
+    def env_action(self, action: torch.Tensor) -> torch.Tensor:
+        """What the env receives: the sample itself (discrete) or the sample clipped to the bounds."""
+        return action if self.discrete else torch.clamp(action, self.low, self.high)
+
+
+class ActorCritic(ActionHead, FlatParameters):
     """Policy and value for A2C and PPO.
 
     Vector observations get separate policy and value MLPs (SB3's default), computed together as
-    TwinTowers; images share one CNN (`uses_cnn`).
-    Discrete actions: a categorical over logits. Box actions: a diagonal Gaussian with a learned,
-    state-independent log std; samples are clipped to the bounds before they reach the env.
+    TwinTowers; images share one CNN (`uses_cnn`). Actions as ActionHead describes; Gaussian samples are
+    clipped to the bounds before they reach the env.
     """
 
     def __init__(
@@ -255,9 +321,7 @@ class ActorCritic(BoundsMixin, FlatParameters):
         log_std_init: float = 0.0,
     ) -> None:
         super().__init__()
-        #: independent categoricals, one per component (MultiDiscrete; MultiBinary as choices of two)
-        self.nvec = tuple(action_space.nvec) if isinstance(action_space, MultiDiscrete) else None
-        self.discrete = isinstance(action_space, Discrete | MultiDiscrete)
+        n_out = self.init_action_space(action_space)
         self.uses_cnn = is_image(obs_shape)
         self.activation = activation
         if self.uses_cnn:
@@ -266,7 +330,6 @@ class ActorCritic(BoundsMixin, FlatParameters):
         else:
             self.towers = TwinTowers(math.prod(obs_shape), hidden, activation)
             features = self.towers.out_dim
-        n_out = sum(self.nvec) if self.nvec else action_space.n if self.discrete else math.prod(action_space.shape)
         self.pi_head = nn.Linear(features, n_out)
         self.vf_head = nn.Linear(features, 1)
         orthogonal_init(self, math.sqrt(2))
@@ -274,9 +337,7 @@ class ActorCritic(BoundsMixin, FlatParameters):
             self.towers.init(math.sqrt(2))
         orthogonal_init(self.pi_head, 0.01)
         orthogonal_init(self.vf_head, 1.0)
-        if not self.discrete:
-            self._set_bounds(action_space)
-            self.log_std = nn.Parameter(torch.full((n_out,), float(log_std_init)))
+        self.init_log_std(action_space, n_out, log_std_init)
         self.flatten_parameters()
 
     def features(self, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -286,27 +347,13 @@ class ActorCritic(BoundsMixin, FlatParameters):
             return shared, shared
         return self.towers(obs)
 
-    def distribution(self, head_out: torch.Tensor) -> Categorical | Normal:
-        """The policy's distribution from the policy head's output (argument checks cost more than the math)."""
-        if self.discrete:
-            return Categorical(logits=head_out, validate_args=False)
-        return Normal(head_out, self.log_std.exp().expand_as(head_out), validate_args=False)
-
     def evaluate_actions(
         self, obs: torch.Tensor, actions: torch.Tensor, mask: torch.Tensor | None = None
     ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """Per sample: log pi(a|s) of `actions`, the policy's entropy, and V(s); differentiable (SB3's name).
         With an action `mask` the distribution is over the allowed actions only (sb3-contrib's MaskablePPO)."""
         pi_features, vf_features = self.features(obs)
-        logits = masked(self.pi_head(pi_features), mask)
-        if self.nvec:  # independent components: log-probs and entropies add up
-            dists = [self.distribution(part) for part in logits.split(self.nvec, -1)]
-            log_prob = sum(dist.log_prob(actions[:, i]) for i, dist in enumerate(dists))
-            return log_prob, sum(dist.entropy() for dist in dists), self.vf_head(vf_features).squeeze(-1)
-        dist = self.distribution(logits)
-        log_prob, entropy = dist.log_prob(actions), dist.entropy()
-        if not self.discrete:  # independent action dimensions: log-probs and entropies add up
-            log_prob, entropy = log_prob.sum(-1), entropy.sum(-1)
+        log_prob, entropy = self.log_prob_entropy(masked(self.pi_head(pi_features), mask), actions)
         return log_prob, entropy, self.vf_head(vf_features).squeeze(-1)
 
     @torch.no_grad()
@@ -322,29 +369,10 @@ class ActorCritic(BoundsMixin, FlatParameters):
         pi_features, vf_features = self.features(obs)
         head_out = masked(nn.functional.linear(pi_features, self.pi_head.weight, self.pi_head.bias), mask)
         value = nn.functional.linear(vf_features, self.vf_head.weight, self.vf_head.bias).squeeze(-1)
-        if not self.discrete:
-            dist = self.distribution(head_out)
-            action = dist.sample()
-            return action, dist.log_prob(action).sum(-1), value
-        if self.nvec:  # one draw per component, log-probabilities added
-            drawn = [gumbel_max(part) for part in head_out.split(self.nvec, -1)]
-            return torch.stack([a for a, _ in drawn], -1), sum(lp for _, lp in drawn), value
-        action, log_prob = gumbel_max(head_out)
-        return action, log_prob, value
-
-    def env_action(self, action: torch.Tensor) -> torch.Tensor:
-        """What the env receives: the sample itself (discrete) or the sample clipped to the bounds."""
-        return action if self.discrete else torch.clamp(action, self.low, self.high)
+        return (*self.draw(head_out), value)
 
     def act(self, obs: torch.Tensor, mask: torch.Tensor | None = None) -> torch.Tensor | tuple[torch.Tensor, torch.Tensor]:
-        out = self.pi_head(self.encoder(obs) if self.uses_cnn else self.towers.tower(obs, 0))
-        if self.nvec:
-            out = masked(out, mask)
-            return out, torch.stack([part.argmax(-1) for part in out.split(self.nvec, -1)], -1)
-        if self.discrete:
-            out = masked(out, mask)
-            return out, out.argmax(-1)
-        return torch.clamp(out, self.low, self.high)
+        return self.greedy(self.pi_head(self.encoder(obs) if self.uses_cnn else self.towers.tower(obs, 0)), mask)
 
     def policy_mlp(self) -> ActingMLP:
         """The policy tower and head as a plain ActingMLP whose `act` equals this one's (vector observations)."""

@@ -33,6 +33,7 @@ from ..algos.base import Algorithm
 from ..algos.dqn import DQN
 from ..algos.on_policy import OnPolicyAlgorithm
 from ..algos.ppo import PPO
+from ..algos.recurrent_ppo import RecurrentPPO
 from ..algos.sac import SAC
 from ..envs.vec import VecEnv
 from . import actor_critic_backward, dqn_backward, numba_nets, numpy_acting, sac_backward
@@ -55,17 +56,19 @@ class SpeedChoice:
 def apply_speed(algo: Algorithm, env: VecEnv) -> SpeedChoice:
     """Resolve the run's `acting`, `update` and `cuda_graphs` settings for `algo` stepping `env`, and put
     each chosen form in place; returns (and keeps as `algo.speed`) what was chosen."""
+    if isinstance(algo, RecurrentPPO):
+        return reference_throughout(algo, "a recurrent policy has only its reference form")
     if env.action_masks() is not None:
-        return reference_for_masks(algo)
+        return reference_throughout(algo, "the env offers action masks, which only the reference applies")
     choice = SpeedChoice(acting=choose_acting(algo, env), update=choose_update(algo))
     choice.graphed = choose_graphs(algo, env, choice.update != "reference")
     algo.speed = choice
     return choice
 
 
-def reference_for_masks(algo: Algorithm) -> SpeedChoice:
-    """An env with action masks runs the reference throughout: the fast forms compute unmasked logits."""
-    reason = "the env offers action masks, which only the reference applies"
+def reference_throughout(algo: Algorithm, reason: str) -> SpeedChoice:
+    """The reference for every step, with a note for each setting that asked otherwise: an env with action
+    masks (the fast forms compute unmasked logits), a recurrent policy (they have no memory)."""
     if algo.config.acting != "torch":
         fall_back(algo, "acting", algo.config.acting, "torch", reason)
     if algo.config.update != "reference":

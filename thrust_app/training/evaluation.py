@@ -2,7 +2,9 @@
 
 The policy is any function from a batch of observations (numpy: float32, or uint8 frames; and the action
 masks, for an env that offers them) to a batch of actions,
-so the same code evaluates a torch policy and (without importing torch) an ONNX one.
+so the same code evaluates a torch policy and (without importing torch) an ONNX one. A policy with memory
+says how wide it is (`state_size`); it is then called as act(obs, masks, state) and returns (actions, next
+state), each episode's memory starting at zero.
 """
 
 from __future__ import annotations
@@ -60,12 +62,19 @@ def evaluate(
     method = has_mask_method(envs[0])  # asked once: the lookup walks the wrappers
     masks = [env_action_mask(env, info, method) for env, (_, info) in zip(envs, resets, strict=True)]
     returns, lengths = [0.0] * episodes, [0] * episodes
+    state_size = getattr(act, "state_size", 0)
+    memory = np.zeros((episodes, state_size), np.float32)  # each episode's, for a policy with memory
     live = list(range(episodes))
     while live:
         batch = np.stack([obs[i] for i in live])
         batch = batch if batch.dtype == np.uint8 else batch.astype(np.float32)
         # an env that offers action masks: the policy picks among the allowed actions (act(obs, masks))
-        actions = np.asarray(act(batch) if masks[live[0]] is None else act(batch, np.stack([masks[i] for i in live])))
+        allowed = None if masks[live[0]] is None else np.stack([masks[i] for i in live])
+        if state_size:
+            actions, memory[live] = act(batch, allowed, memory[live])
+        else:
+            actions = act(batch) if allowed is None else act(batch, allowed)
+        actions = np.asarray(actions)
         still = []
         for i, action in zip(live, actions, strict=True):
             obs[i], reward, terminated, truncated, info = envs[i].step(action if action.ndim else action.item())

@@ -251,6 +251,34 @@ for _env in _MUJOCO:
     _td3 = {"learning_starts": 10_000, "noise_type": "normal", "noise_std": 0.1, "learning_rate": 1e-3}
     _add("td3", (_env,), Preset(_long, _td3 | {"batch_size": 256, "hidden": (400, 300)}, _source("td3")))
 
+# Memory tests (the zoo's velocity-free envs, hyperparams/ppo_lstm.yml, sb3-contrib's RecurrentPPO benchmark): the
+# zoo's values; its policy_kwargs as fields (ortho_init=False, ReLU, lstm_hidden_size 64, a critic LSTM of its own,
+# net_arch pi=[64], vf=[64] as hidden (64,)).
+_ZOO_LSTM_NET = {"ortho_init": False, "activation": "relu", "lstm_hidden_size": 64, "critic_rnn": "separate", "hidden": (64,)}
+_add(
+    "recurrent_ppo",
+    ("CartPoleNoVel-v1", "thrust/CartPoleNoVel-v0"),
+    Preset(
+        100_000,
+        {"normalize": True, "n_envs": 8, "n_steps": 32, "batch_size": 256, "gae_lambda": 0.8, "gamma": 0.98}
+        | {"n_epochs": 20, "ent_coef": 0.0, "learning_rate": 1e-3, "lr_schedule": "linear", "clip_range": 0.2}
+        | {"clip_schedule": "linear"}
+        | _ZOO_LSTM_NET,
+        ZOO.format(algo="ppo_lstm", env="CartPoleNoVel-v1"),
+    ),
+)
+_add(
+    "recurrent_ppo",
+    ("PendulumNoVel-v1", "thrust/PendulumNoVel-v0"),
+    Preset(
+        100_000,
+        {"normalize": True, "n_envs": 4, "n_steps": 1024, "gae_lambda": 0.95, "gamma": 0.9, "n_epochs": 10}
+        | {"ent_coef": 0.0, "learning_rate": 1e-3, "clip_range": 0.2, "log_std_init": -0.5}
+        | _ZOO_LSTM_NET,
+        ZOO.format(algo="ppo_lstm", env="PendulumNoVel-v1") + " without gSDE (Thrust has none); log_std_init -0.5 instead",
+    ),
+)
+
 # The bandit: one-step episodes, so gamma does not matter; small budgets, frequent updates.
 _add(
     "ppo",

@@ -16,6 +16,7 @@ from typing import Any
 import yaml
 
 from ..config import ConfigError
+from ..envs import GYMNASIUM_TWINS as ENV_TWINS
 
 #: Thrust config fields the zoo spells differently or not at all.
 SCHEDULED = {"learning_rate": "lr_schedule", "clip_range": "clip_schedule"}
@@ -32,7 +33,8 @@ NORMALIZE_KEYS = {"norm_obs": "norm_obs", "norm_reward": "norm_reward", "clip_ob
 #: Thrust's envs whose dynamics are gymnasium's (tests step both side by side): the zoo knows the gymnasium id.
 #: VecNormalize's defaults, which the zoo's `normalize: true` means.
 NORMALIZE_DEFAULTS = {"norm_obs": True, "norm_reward": True, "clip_obs": 10.0, "clip_reward": 10.0}
-GYMNASIUM_TWINS = {"thrust/CartPole-v0": "CartPole-v1", "thrust/Pendulum-v0": "Pendulum-v1"}
+#: Thrust's cores by the gymnasium id the zoo knows them by (envs.GYMNASIUM_TWINS the other way round).
+GYMNASIUM_TWINS = {core: gym_id for gym_id, core in ENV_TWINS.items()}
 
 
 def to_zoo_yaml(run_config: dict[str, Any]) -> str:

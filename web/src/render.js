@@ -99,6 +99,8 @@ const DRAW = {
   "thrust/Pendulum-v0": pendulum,
   "thrust/Snake-v0": snake,
   "thrust/Bandit-v0": bandit,
+  "thrust/CartPoleNoVel-v0": cartpole,
+  "thrust/PendulumNoVel-v0": pendulum,
 };
 
 export function draw(canvas, envId, state) {

@@ -11,14 +11,24 @@ from typing import Any
 from .bandit import SimpleBandit
 from .base import Box, CoreEnv, Discrete, EnvError, EpisodeOverError, InvalidActionError, MultiDiscrete, StepResult
 from .cartpole import CartPole
+from .hidden_velocity import CartPoleNoVel, PendulumNoVel
 from .pendulum import Pendulum
 from .snake import Snake
 
 #: Thrust's environments by registered id.
-CORE_ENVS: dict[str, type[CoreEnv]] = {cls.id: cls for cls in (SimpleBandit, CartPole, Pendulum, Snake)}
+CORE_ENVS: dict[str, type[CoreEnv]] = {
+    cls.id: cls for cls in (SimpleBandit, CartPole, Pendulum, Snake, CartPoleNoVel, PendulumNoVel)
+}
 
 #: Short names a user may type instead of the full id.
-ALIASES: dict[str, str] = {"bandit": SimpleBandit.id, "cartpole": CartPole.id, "pendulum": Pendulum.id, "snake": Snake.id}
+ALIASES: dict[str, str] = {
+    "bandit": SimpleBandit.id,
+    "cartpole": CartPole.id,
+    "pendulum": Pendulum.id,
+    "snake": Snake.id,
+    "cartpole-novel": CartPoleNoVel.id,
+    "pendulum-novel": PendulumNoVel.id,
+}
 
 
 class UnknownEnvError(EnvError, ValueError):
@@ -50,6 +60,7 @@ __all__ = [
     "CORE_ENVS",
     "Box",
     "CartPole",
+    "CartPoleNoVel",
     "CoreEnv",
     "Discrete",
     "EnvError",
@@ -57,6 +68,7 @@ __all__ = [
     "InvalidActionError",
     "MultiDiscrete",
     "Pendulum",
+    "PendulumNoVel",
     "SimpleBandit",
     "Snake",
     "StepResult",
