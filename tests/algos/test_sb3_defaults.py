@@ -20,7 +20,12 @@ THRUST_CHOICES = {
 #: The peer class of each algorithm: SB3's, sb3-contrib's for recurrent PPO.
 PEERS = {"recurrent_ppo": sb3_contrib.RecurrentPPO}
 #: Off in Thrust is 0, in SB3 None; the same behaviour.
-OFF_AS_ZERO = {("ppo", "clip_range_vf"), ("ppo", "target_kl"), ("recurrent_ppo", "clip_range_vf"), ("recurrent_ppo", "target_kl")}
+OFF_AS_ZERO = {
+    ("ppo", "clip_range_vf"),
+    ("ppo", "target_kl"),
+    ("recurrent_ppo", "clip_range_vf"),
+    ("recurrent_ppo", "target_kl"),
+}
 
 
 @pytest.mark.parametrize("algo", sorted(ALGOS))

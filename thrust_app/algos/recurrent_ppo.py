@@ -40,7 +40,9 @@ class RecurrentPPOConfig(PPOConfig):
         "training it (shared_lstm=True), or none, a linear layer (both False)",
     )
     ortho_init: bool = param(True, "orthogonal initialisation of the MLPs and heads (SB3's ortho_init)")
-    acting: Literal["numpy", "torch"] = param("torch", "how the policy acts while collecting: torch (the only form for memory)")
+    acting: Literal["numpy", "torch"] = param(
+        "torch", "how the policy acts while collecting: torch (the only form for memory)"
+    )
     update: Literal["handwritten", "reference"] = param("reference", "autograd (the only update for memory)")
 
 

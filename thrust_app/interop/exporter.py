@@ -187,7 +187,12 @@ def export_onnx(
         warnings.simplefilter("ignore", FutureWarning)
         warnings.filterwarnings("ignore", message=".*The axis name")  # obs and action mask share their batch axis
         program = torch.onnx.export(
-            graph, tuple(inputs), dynamo=True, input_names=names, output_names=[o["name"] for o in outputs], dynamic_shapes=dynamic
+            graph,
+            tuple(inputs),
+            dynamo=True,
+            input_names=names,
+            output_names=[o["name"] for o in outputs],
+            dynamic_shapes=dynamic,
         )
         program.save(str(path), external_data=False)
     registration_log.setLevel(level)
