@@ -99,6 +99,7 @@ export class Policy {
     });
     const policy = new Policy(manifest, session, ep);
     await policy.act(new Array(manifest.observation.shape.reduce((a, b) => a * b, 1)).fill(0)); // warm-up (compiles shaders)
+    policy.resetMemory();
     return policy;
   }
 
@@ -107,6 +108,7 @@ export class Policy {
     const obs = new Array(this.manifest.observation.shape.reduce((a, b) => a * b, 1)).fill(0);
     const times = [];
     for (let i = 0; i < steps; i++) times.push((await this.act(obs)).ms);
+    this.resetMemory();
     return times.sort((a, b) => a - b)[times.length >> 1];
   }
 
@@ -117,15 +119,36 @@ export class Policy {
     this.inputName = session.inputNames[0];
     this.shape = [1, ...manifest.observation.shape];
     this.kind = manifest.action_space.type;
+    // A recurrent policy's memory (manifest.memory): fed in with each observation, replaced by what comes out.
+    this.memory = manifest.memory || null;
+    this.resetMemory();
   }
 
-  // One observation in, one action out (a number for discrete, an array for box) and the latency.
+  // An episode starts: the memory goes back to zeros (as thrust_app/interop/playback.py does).
+  resetMemory() {
+    if (this.memory) this.state = new Float32Array(this.memory.size);
+  }
+
+  // The feed for `batch` observations in `data`: with the memory (this step's, or zeros for a batch) if any.
+  feed(data, batch, state) {
+    const feed = { [this.inputName]: new ort.Tensor("float32", data, [batch, ...this.manifest.observation.shape]) };
+    if (this.memory) {
+      feed[this.memory.input] = new ort.Tensor("float32", state || new Float32Array(batch * this.memory.size), [
+        batch,
+        this.memory.size,
+      ]);
+    }
+    return feed;
+  }
+
+  // One observation in, one action out (a number for discrete, an array for box) and the latency; a recurrent
+  // policy's memory moves one step on.
   async act(obs) {
-    const input = new ort.Tensor("float32", Float32Array.from(obs), this.shape);
+    const feed = this.feed(Float32Array.from(obs), 1, this.state);
     const started = performance.now();
     let outputs;
     try {
-      outputs = await this.session.run({ [this.inputName]: input });
+      outputs = await this.session.run(feed);
     } catch (err) {
       throw new Error(
         `the policy could not be run on ${this.ep}: ${String(err.message).split("\n")[0]} — the model's input does not fit this env's observations, or the model is damaged`,
@@ -141,6 +164,11 @@ export class Policy {
       );
     }
     const data = await tensor.getData();
+    if (this.memory) {
+      const next = outputs[this.memory.output];
+      if (!next) throw new Error(`the model gave no "${this.memory.output}" output (its memory)`);
+      this.state = Float32Array.from(await next.getData());
+    }
     for (const t of Object.values(outputs)) t.dispose?.();
     return { action: this.kind === "discrete" ? data[0] : Array.from(data), ms };
   }
@@ -149,13 +177,13 @@ export class Policy {
   async benchmark(batch, seconds) {
     const size = this.manifest.observation.shape.reduce((a, b) => a * b, 1);
     const data = Float32Array.from({ length: batch * size }, () => Math.random() * 2 - 1);
-    const input = new ort.Tensor("float32", data, [batch, ...this.manifest.observation.shape]);
+    const feed = this.feed(data, batch);
     const times = [];
     const until = performance.now() + seconds * 1000;
-    for (let i = 0; i < 3; i++) await this.session.run({ [this.inputName]: input }); // warm-up
+    for (let i = 0; i < 3; i++) await this.session.run(feed); // warm-up
     while (performance.now() < until || times.length < 5) {
       const started = performance.now();
-      const outputs = await this.session.run({ [this.inputName]: input });
+      const outputs = await this.session.run(feed);
       await outputs[this.manifest.action_output].getData();
       times.push(performance.now() - started);
     }

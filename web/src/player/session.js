@@ -80,6 +80,7 @@ export function activate(bundleOrPromise, epRequest) {
 
 export function resetEpisode(seed) {
   state.obs = state.env.reset(seed);
+  state.policy?.resetMemory();
   Object.assign(state, { done: false, episodeReturn: 0, steps: 0 });
   render();
 }
