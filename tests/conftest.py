@@ -132,6 +132,31 @@ gym.register("ThrustTest/MaskedChoice-v0", entry_point=MethodMasks)  # tests/tra
 gym.register("ThrustTest/InfoMaskedChoice-v0", entry_point=MaskedChoice, kwargs={"masks_in_info": True})
 
 
+RECALL_STEPS = 10
+
+
+class MaskedRecall(MethodMasks):
+    """MaskedChoice whose target is shown only at the episode's first step and stays the same for its 10 steps:
+    masks and memory both needed. Random play among the allowed actions scores about 3.3, a policy without
+    memory at best the same (the target is one of the 3 allowed), a policy that remembers the cue 10."""
+
+    def _draw(self) -> tuple[np.ndarray, dict]:
+        if self.t == 0:
+            self.target = int(self.np_random.integers(N_ACTIONS))
+        others = self.np_random.permutation([a for a in range(N_ACTIONS) if a != self.target])[: ALLOWED - 1]
+        self.mask = np.zeros(N_ACTIONS, dtype=bool)
+        self.mask[[self.target, *others]] = True
+        cue = np.eye(N_ACTIONS)[self.target] if self.t == 0 else np.zeros(N_ACTIONS)
+        return np.concatenate([cue, self.mask]).astype(np.float32), {}
+
+    def step(self, action):
+        obs, reward, terminated, _, info = super().step(action)
+        return obs, reward, terminated, self.t >= RECALL_STEPS, info
+
+
+gym.register("ThrustTest/MaskedRecall-v0", entry_point=MaskedRecall)  # tests/algos/test_recurrent_ppo.py
+
+
 TURNS = 10
 
 

@@ -185,8 +185,12 @@ def test_cli_explains_export_and_runtime_mistakes(runs, capsys):
 def test_torch_policy_rebuilt_from_a_reference_bundle_acts_like_it(name):
     bundle = load_bundle(Path(__file__).resolve().parents[2] / "export" / name)
     graph = exporter.torch_policy_from_bundle(bundle)
-    obs = np.random.default_rng(0).normal(size=(16, *bundle.manifest["observation"]["shape"])).astype(np.float32)
+    rng = np.random.default_rng(0)
+    obs = rng.normal(size=(16, *bundle.manifest["observation"]["shape"])).astype(np.float32)
+    memory = bundle.manifest.get("memory")  # a recurrent policy: a random memory goes in too
+    state = rng.normal(size=(16, memory["size"])).astype(np.float32) if memory else None
     with torch.no_grad():
-        out = graph(torch.from_numpy(obs))
-    want = (out[1] if isinstance(out, tuple) else out).numpy()
-    np.testing.assert_allclose(want, OnnxPolicy(bundle).act(obs), atol=1e-5)
+        out = graph(*(torch.from_numpy(x) for x in (obs, state) if x is not None))
+    want = (out[1] if bundle.discrete else out[0] if isinstance(out, tuple) else out).numpy()
+    got = OnnxPolicy(bundle).act(obs, None, state)
+    np.testing.assert_allclose(want, got[0] if memory else got, atol=1e-5)

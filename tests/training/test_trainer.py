@@ -61,6 +61,8 @@ SMOKE = [
     ("sac", "MountainCarContinuous-v0", {"learning_starts": 50, "hidden": "16,16"}),
     ("dqn", "Acrobot-v1", {"learning_starts": 50, "train_freq": 8}),
     ("ppo", "HalfCheetah-v5", {"n_steps": 64, "batch_size": 32}),  # MuJoCo, the zoo's preset: normalised
+    ("recurrent_ppo", "PendulumNoVel-v1", {"n_steps": 64}),  # the zoo's memory test, its preset
+    ("recurrent_ppo", "snake", {"n_envs": 2, "n_steps": 32, "rnn_type": "gru", "critic_rnn": "shared"}),  # CNN + GRU
     ("td3", "Hopper-v5", {"learning_starts": 100, "hidden": "32,32"}),
 ]
 
@@ -103,6 +105,8 @@ def comparable(records):
         ),
         ("sac", "pendulum", {"learning_starts": 100, "hidden": "32,32", "update": "numba"}),
         ("td3", "pendulum", {"learning_starts": 100, "hidden": "32,32", "noise_type": "ornstein-uhlenbeck"}),
+        # the envs' memories travel in the checkpoint: the resumed run goes on mid-episode as it was
+        ("recurrent_ppo", "cartpole-novel", {"n_steps": 16, "n_envs": 4, "lstm_hidden_size": 16, "normalize": True}),
     ],
 )
 def test_resumed_run_equals_uninterrupted_run(algo, env, overrides, tmp_path):

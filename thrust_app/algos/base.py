@@ -126,6 +126,10 @@ class Algorithm(ABC):
     def policy(self) -> nn.Module:
         """The network whose `act(obs)` is the deterministic policy."""
 
+    def episodes_restarted(self) -> None:
+        """The env started fresh episodes (a resumed gymnasium env restarts them): an algorithm that remembers
+        the episodes in progress (recurrent PPO's memory) forgets them here."""
+
     def parameters_finite(self) -> bool:
         """True while every network's parameters are finite (one check per network's flat buffer)."""
         flats = [part.flat for part in self.stateful_parts().values() if isinstance(part, FlatParameters)]

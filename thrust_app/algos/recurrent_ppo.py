@@ -166,6 +166,9 @@ class RecurrentPPO(PPO):
             state["memory"] = {"state": self.memory.state, "starts": self.memory.starts}
         return state
 
+    def episodes_restarted(self) -> None:
+        self.memory = None  # made again at the next rollout: zeros, every env starting an episode
+
     def load_state_dict(self, state: dict) -> None:
         super().load_state_dict(state)
         saved = state.get("memory")

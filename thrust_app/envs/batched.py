@@ -18,6 +18,7 @@ from .arrays import BackendName, make_backend
 from .core import Box, Discrete, InvalidActionError, make_core
 from .core import bandit as bandit_core
 from .core import cartpole as cp
+from .core import hidden_velocity as hv
 from .core import pendulum as pd
 from .vec import BatchStep, LoopVecEnv, VecEnv
 
@@ -274,8 +275,27 @@ class BatchedPendulum(ArrayBatchedEnv):
         return new_state, -costs, xp.zeros_like(theta, dtype=xp.bool)
 
 
+class HiddenVelocityMixin:
+    """The observation with the core's `hidden` entries multiplied by zero (core/hidden_velocity.py)."""
+
+    hidden: tuple[int, ...]
+
+    def _observe(self, state: Any) -> Any:
+        obs = super()._observe(state)
+        keep = [0.0 if i in self.hidden else 1.0 for i in range(obs.shape[1])]
+        return obs * self.backend.asarray(keep, dtype=self.xp.float32)
+
+
+class BatchedCartPoleNoVel(HiddenVelocityMixin, BatchedCartPole):
+    core_id, hidden = hv.CartPoleNoVel.id, hv.CartPoleNoVel.hidden
+
+
+class BatchedPendulumNoVel(HiddenVelocityMixin, BatchedPendulum):
+    core_id, hidden = hv.PendulumNoVel.id, hv.PendulumNoVel.hidden
+
+
 BATCHED_ENVS: dict[str, type[ArrayBatchedEnv]] = {
-    cls.core_id: cls for cls in (BatchedBandit, BatchedCartPole, BatchedPendulum)
+    cls.core_id: cls for cls in (BatchedBandit, BatchedCartPole, BatchedPendulum, BatchedCartPoleNoVel, BatchedPendulumNoVel)
 }
 
 

@@ -344,14 +344,10 @@ def base_manifest(
     """The manifest fields every bundle has, exported or imported (parity is added once it is checked). A
     recurrent policy's `memory` (what recurrent_memory describes) adds its state input and the manifest's
     `memory` entry."""
-    state_input = [
-        {
-            "name": STATE_INPUT,
-            "dtype": "float32",
-            "shape": ["batch", memory["size"]],
-            "meaning": f"the policy's memory: zeros at an episode's start, then the last step's '{STATE_OUTPUT}'",
-        }
-    ]
+    state_input = []
+    if memory:
+        meaning = f"the policy's memory: zeros at an episode's start, then the last step's '{STATE_OUTPUT}'"
+        state_input = [{"name": STATE_INPUT, "dtype": "float32", "shape": ["batch", memory["size"]], "meaning": meaning}]
     model = check_model_file(model_path)
     pipeline = pipeline or Pipeline()
     made = "the env's raw observations" if pipeline == Pipeline() else f"observations of the env inside {pipeline.describe()}"
@@ -368,7 +364,7 @@ def base_manifest(
         },
         "action_space": action_space_spec(action_space),
         "inputs": [{"name": "obs", "dtype": obs_dtype, "shape": ["batch", *obs_shape], "meaning": "a batch of observations"}]
-        + (state_input if memory else [])
+        + state_input
         + (
             [{"name": "action_mask", "dtype": "bool", "shape": ["batch", action_space.n], "meaning": "the allowed actions"}]
             if masked

@@ -73,6 +73,7 @@ class Checkpointer:
             obs = state["obs"].to(device)
         else:  # gymnasium envs: start fresh episodes, seeded by the step reached
             obs = self.env_io.reset(self.env, spec.seed + self.algo.num_timesteps)
+            self.algo.episodes_restarted()
         torch.set_rng_state(state["torch_rng"])
         if state["cuda_rng"] is not None and device.type == "cuda":
             torch.cuda.set_rng_state(state["cuda_rng"], device)
