@@ -1,7 +1,8 @@
 """Thrust against Stable-Baselines3 on the same work, in one run, alternating.
 
 Pairs (rl-baselines3-zoo hyperparameters on both sides, 1 torch thread each): PPO, A2C and DQN on
-CartPole, SAC on Pendulum. Thrust trains on its batched CartPole / Pendulum (gymnasium's
+CartPole, SAC on Pendulum, recurrent PPO (sb3-contrib's RecurrentPPO, the zoo's ppo_lstm entry) on CartPole
+with its velocities hidden. Thrust trains on its batched CartPole / Pendulum (gymnasium's
 CartPole-v1 / Pendulum-v1 dynamics, tested equal); SB3 on gymnasium's envs in its DummyVecEnv.
 Each run evaluates 10 deterministic episodes every 5k steps (SAC 1k; `--eval-every`; same seeds on both sides) and stops
 once the mean reaches 475 (Pendulum: -200), or at the zoo's budget. Reported per pair: training
@@ -32,9 +33,11 @@ import time
 from pathlib import Path
 from tempfile import TemporaryDirectory
 
+import numpy as np
 import torch
 from harness import stop_if_signalled
 
+from thrust_app.envs.gym_adapter import register_envs
 from thrust_app.training.evaluation import evaluate
 from thrust_app.training.trainer import EVAL_SEED_OFFSET, train
 
@@ -90,8 +93,50 @@ PAIRS = {
         1,
     ),
     "sac": ("thrust/Pendulum-v0", "Pendulum-v1", -200.0, 20_000, dict(learning_rate=1e-3), 1),
+    # sb3-contrib's RecurrentPPO with the zoo's ppo_lstm entry (observations and rewards normalised on both sides)
+    "recurrent_ppo": (
+        "thrust/CartPoleNoVel-v0",
+        "CartPoleNoVel-v1",
+        475.0,
+        100_000,
+        dict(
+            n_steps=32,
+            batch_size=256,
+            gae_lambda=0.8,
+            gamma=0.98,
+            n_epochs=20,
+            ent_coef=0.0,
+            learning_rate=linear(1e-3),
+            clip_range=linear(0.2),
+            policy_kwargs=dict(
+                ortho_init=False,
+                activation_fn=torch.nn.ReLU,
+                lstm_hidden_size=64,
+                enable_critic_lstm=True,
+                net_arch=dict(pi=[64], vf=[64]),
+            ),
+        ),
+        8,
+    ),
 }
-QUICK_BUDGET = {"ppo": 16_384, "a2c": 16_000, "dqn": 8_000, "sac": 1_500}
+QUICK_BUDGET = {"ppo": 16_384, "a2c": 16_000, "dqn": 8_000, "sac": 1_500, "recurrent_ppo": 8_192}
+#: Pairs whose zoo entry sets `normalize: true`: the peer trains in SB3's VecNormalize (Thrust's preset has it too).
+NORMALIZED = {"recurrent_ppo"}
+
+
+class RecurrentPredict:
+    """sb3-contrib's recurrent predict as `evaluate` calls a policy with memory: Thrust's flat memory (zeros at
+    an episode's start) as RecurrentPPO's (h, c) states and back."""
+
+    def __init__(self, model, normalize) -> None:
+        self.model, self.normalize = model, normalize
+        self.layers, _, self.hidden = model.policy.lstm_hidden_state_shape
+        self.state_size = 2 * self.layers * self.hidden
+
+    def __call__(self, obs, masks=None, state=None):
+        h, c = state.reshape(len(obs), 2, self.layers, self.hidden).transpose(1, 2, 0, 3)
+        actions, (h, c) = self.model.predict(self.normalize(obs), state=(h, c), episode_start=None, deterministic=True)
+        return actions, np.stack([h, c]).transpose(2, 0, 1, 3).reshape(len(obs), self.state_size)
 
 
 def run_thrust(algo: str, seed: int, budget: int, stop: bool, eval_every: int = EVAL_EVERY, update: str | None = None) -> dict:
@@ -133,6 +178,7 @@ def run_sb3(algo: str, seed: int, budget: int, stop: bool, eval_every: int = EVA
     from stable_baselines3.common.callbacks import BaseCallback
     from stable_baselines3.common.env_util import make_vec_env
     from stable_baselines3.common.logger import Logger
+    from stable_baselines3.common.vec_env import VecNormalize
 
     _, gym_env, threshold, _, kwargs, n_envs = PAIRS[algo]
 
@@ -149,7 +195,11 @@ def run_sb3(algo: str, seed: int, budget: int, stop: bool, eval_every: int = EVA
                 return True
             t0 = time.perf_counter()
             self.evals.append((self.num_timesteps, t0 - self.start - self.eval_s))
-            act = lambda obs: self.model.predict(obs, deterministic=True)[0]  # noqa: E731
+            normalize = env.normalize_obs if algo in NORMALIZED else lambda obs: obs
+            if algo == "recurrent_ppo":
+                act = RecurrentPredict(self.model, normalize)
+            else:
+                act = lambda obs: self.model.predict(normalize(obs), deterministic=True)[0]  # noqa: E731
             mean = evaluate(act, gym_env, EVAL_EPISODES, seed + EVAL_SEED_OFFSET).mean
             self.eval_s += time.perf_counter() - t0
             self.next_eval += eval_every
@@ -159,8 +209,16 @@ def run_sb3(algo: str, seed: int, budget: int, stop: bool, eval_every: int = EVA
                 return not stop
             return True
 
+    register_envs()  # the zoo's NoVel ids are Thrust's registrations
     env = make_vec_env(gym_env, n_envs=n_envs, seed=seed)
-    model = getattr(sb3, algo.upper())("MlpPolicy", env, seed=seed, device="cpu", verbose=0, **kwargs)
+    if algo in NORMALIZED:
+        env = VecNormalize(env, gamma=kwargs["gamma"])
+    if algo == "recurrent_ppo":
+        import sb3_contrib
+
+        model = sb3_contrib.RecurrentPPO("MlpLstmPolicy", env, seed=seed, device="cpu", verbose=0, **kwargs)
+    else:
+        model = getattr(sb3, algo.upper())("MlpPolicy", env, seed=seed, device="cpu", verbose=0, **kwargs)
     model.set_logger(Logger(None, []))  # SB3's default logger makes a /tmp/SB3-<time> folder on every learn()
     callback = SolveCallback()
     start = time.perf_counter()

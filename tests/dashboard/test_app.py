@@ -70,9 +70,9 @@ def test_invalid_fields_show_their_message_and_start_nothing(dirs):
 
 def test_algorithms_offered_fit_the_env(dirs):
     at = new_app()
-    assert at.selectbox(key="new-algo").options == ["a2c", "ppo", "dqn"]  # bandit: discrete
+    assert at.selectbox(key="new-algo").options == ["a2c", "ppo", "recurrent_ppo", "dqn"]  # bandit: discrete
     at.selectbox(key="new-env").set_value("pendulum").run()
-    assert at.selectbox(key="new-algo").options == ["a2c", "ppo", "sac", "td3", "ddpg"]
+    assert at.selectbox(key="new-algo").options == ["a2c", "ppo", "recurrent_ppo", "sac", "td3", "ddpg"]
 
 
 def test_start_watch_stop_resume_export(dirs):

@@ -185,7 +185,11 @@ def test_unsupported_models_are_refused_in_one_line(models, tmp_path, capsys):
             "FrozenLake-v1",
             "takes 4 inputs",
         ),
-        "recurrent": (rewrite_zip(models["ppo"], tmp_path / "lstm.zip", weights_edit=recurrent), "CartPole-v1", "recurrent"),
+        "damaged recurrent": (
+            rewrite_zip(models["ppo"], tmp_path / "lstm.zip", weights_edit=recurrent),
+            "CartPole-v1",
+            "recurrent",
+        ),
         "frame stack / other env": (models["ppo"], "Acrobot-v1", "frame stack"),
         "not a model": (models["vec_normalize"], "Pendulum-v1", "not an SB3 model file"),
     }
@@ -383,6 +387,43 @@ def test_maskable_ppo_imports_with_the_mask_as_an_input_and_acts_like_sb3_contri
     runner = OnnxPolicy(load_bundle(tmp_path / "bundle"))
     theirs = model.predict(obs, deterministic=True, action_masks=masks)[0]
     assert (runner.act(obs, masks) == theirs).all() and masks[np.arange(100), theirs].all()
+
+
+@pytest.mark.parametrize(
+    "env_id, kwargs",
+    [
+        ("CartPoleNoVel-v1", {"lstm_hidden_size": 32, "net_arch": [32]}),
+        ("PendulumNoVel-v1", {"lstm_hidden_size": 16, "n_lstm_layers": 2, "shared_lstm": True, "enable_critic_lstm": False}),
+    ],
+    ids=["discrete", "box-2-layers-shared"],
+)
+def test_recurrent_ppo_imports_and_acts_like_sb3_contrib_over_whole_episodes(env_id, kwargs, tmp_path):
+    """sb3-contrib's RecurrentPPO becomes a bundle that takes and gives the LSTM's memory; carried step by step
+    from zeros, its actions are RecurrentPPO.predict's (with its own lstm states) over whole episodes."""
+    sb3_contrib = pytest.importorskip("sb3_contrib", reason="make test installs sb3-contrib (the test extra)")
+    from thrust_app.envs import make_env
+
+    model = sb3_contrib.RecurrentPPO("MlpLstmPolicy", env_id, n_steps=64, batch_size=64, seed=0, policy_kwargs=kwargs)
+    learned(model, 256).save(tmp_path / "recurrent")
+    assert main(["import", str(tmp_path / "recurrent.zip"), "--env", env_id, "--out", str(tmp_path / "bundle")]) == 0
+    bundle = load_bundle(tmp_path / "bundle")
+    assert bundle.env_id.startswith("thrust/")  # the player's core twin
+    assert [i["name"] for i in bundle.manifest["inputs"]] == ["obs", "state"]
+    assert "actions equal SB3's predict" in bundle.manifest["parity"]["stable_baselines3"] or bundle.manifest["parity"][
+        "stable_baselines3"
+    ].startswith("max |action - SB3 predict|")
+    runner, env = OnnxPolicy(bundle), make_env(env_id)
+    for seed in range(2):
+        obs, _ = env.reset(seed=seed)
+        theirs_state, start, ours_state, steps = None, np.ones(1), np.zeros((1, runner.state_size), np.float32), 0
+        while steps < 120:
+            theirs, theirs_state = model.predict(obs[None], state=theirs_state, episode_start=start, deterministic=True)
+            ours, ours_state = runner.act(obs[None], None, ours_state)
+            np.testing.assert_allclose(ours, theirs, atol=1e-4)
+            obs, _, terminated, truncated, _ = env.step(theirs[0])
+            start, steps = np.zeros(1), steps + 1
+            if terminated or truncated:
+                break
 
 
 def test_a_multidiscrete_action_model_imports_and_acts_like_sb3(tmp_path, capsys):

@@ -40,6 +40,6 @@ def test_each_component_samples_only_its_allowed_values_and_log_probs_add_up():
 
 def test_algorithms_without_multi_component_actions_name_those_with():
     with pytest.raises(
-        ActionSpaceError, match=r"dqn needs a Discrete action space, but .* has a MultiDiscrete one.*ppo or a2c"
+        ActionSpaceError, match=r"dqn needs a Discrete action space, but .* has a MultiDiscrete one.*ppo, recurrent_ppo or a2c"
     ):
         train("dqn", "ThrustTest/Dials-v0", timesteps=1_000, progress=False)

@@ -161,13 +161,15 @@ def test_stop_at_return_stops_once_an_evaluation_reaches_it(tmp_path):
 
 
 def test_algorithm_and_env_mismatches_are_refused():
-    with pytest.raises(ActionSpaceError, match=r"dqn needs a Discrete action space.*sac, td3, ddpg, ppo or a2c"):
+    with pytest.raises(
+        ActionSpaceError, match=r"dqn needs a Discrete action space.*sac, td3, ddpg, ppo, recurrent_ppo or a2c"
+    ):
         train("dqn", "pendulum", **QUIET)
     with pytest.raises(ActionSpaceError, match="sac needs a Box action space"):
         train("sac", "cartpole", **QUIET)
     with pytest.raises(UnknownEnvError, match="valid Thrust names"):
         train("ppo", "cartpool", **QUIET)
-    with pytest.raises(ValueError, match="choose one of a2c, ppo, dqn, sac"):
+    with pytest.raises(ValueError, match="choose one of a2c, ppo, recurrent_ppo, dqn, sac"):
         train("trpo", "cartpole", **QUIET)
 
 

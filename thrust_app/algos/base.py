@@ -88,7 +88,8 @@ class Algorithm(ABC):
             names = {Discrete: "Discrete", Box: "Box (continuous)", MultiDiscrete: "MultiDiscrete"}
             kind = names[type(action_space)]
             needs = " or ".join(names[s].split(" ")[0] for s in cls.supports)
-            fitting = {"Discrete": "dqn, ppo or a2c", "MultiDiscrete": "ppo or a2c"}.get(kind, "sac, td3, ddpg, ppo or a2c")
+            on_policy = "ppo, recurrent_ppo or a2c"
+            fitting = {"Discrete": f"dqn, {on_policy}", "MultiDiscrete": on_policy}.get(kind, f"sac, td3, ddpg, {on_policy}")
             raise ActionSpaceError(
                 f"{cls.name} needs a {needs} action space, but {env_id} has a {kind} one; "
                 f"pick an algorithm that fits ({fitting})"
@@ -128,7 +129,8 @@ class Algorithm(ABC):
 
     def episodes_restarted(self) -> None:
         """The env started fresh episodes (a resumed gymnasium env restarts them): an algorithm that remembers
-        the episodes in progress (recurrent PPO's memory) forgets them here."""
+        the episodes in progress (recurrent PPO's memory) forgets them here; the others have nothing to forget."""
+        return None
 
     def parameters_finite(self) -> bool:
         """True while every network's parameters are finite (one check per network's flat buffer)."""

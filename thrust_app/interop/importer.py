@@ -51,9 +51,16 @@ def sb3_parity(model: SB3Model, env_id: str, policy: Any, normalizer: Any, discr
             return {"stable_baselines3": "not installed here: the rebuilt policy was checked against onnxruntime only"}
         obs = np.concatenate(list(samples.obs.values()))
         allowed = None if samples.masks is None else np.concatenate([samples.masks[key] for key in samples.obs])
-        with torch.no_grad():
-            out = policy.act(torch.as_tensor(obs), None if allowed is None else torch.as_tensor(allowed))
-        theirs = np.asarray(predict(obs) if allowed is None else predict(obs, allowed))
+        if samples.states is not None:  # a recurrent policy: one step on from each sample's memory
+            state = np.concatenate([samples.states[key] for key in samples.obs])
+            with torch.no_grad():
+                out = policy.act(torch.as_tensor(obs), state=torch.as_tensor(state))[:-1]
+            theirs = np.asarray(predict(obs, None, state))
+            out = out if discrete else out[0]
+        else:
+            with torch.no_grad():
+                out = policy.act(torch.as_tensor(obs), None if allowed is None else torch.as_tensor(allowed))
+            theirs = np.asarray(predict(obs) if allowed is None else predict(obs, allowed))
         if discrete:
             scores = np.sort(out[0].numpy(), axis=-1)
             differ = out[1].numpy() != theirs
@@ -100,6 +107,7 @@ def import_sb3(
             f"{tuple(obs_space.shape)}: statistics from another env?"
         )
     policy = rebuild_policy(model, action_space, normalizer, tuple(obs_space.shape)).eval()
+    discrete = isinstance(action_space, Discrete | MultiDiscrete)
     out_dir = Path(out) if out is not None else Path(export_root or export_dir()) / source.stem
     fields = {
         "source": {
@@ -110,14 +118,13 @@ def import_sb3(
             "file": str(source),
             "vec_normalize": str(vec_normalize) if vec_normalize is not None else None,
             "activation": model.activation,
-            "postprocessing": policy.post,
+            "postprocessing": getattr(policy, "post", "argmax" if discrete else "clip"),
         },
         "command": " ".join(
             ["thrust import", str(source), "--env", env, "--out", str(out_dir)]
             + (["--vec-normalize", str(vec_normalize)] if vec_normalize is not None else [])
         ),
     }
-    discrete = isinstance(action_space, Discrete | MultiDiscrete)
     check = sb3_parity(model, env_id, policy, normalizer, discrete, pipeline)
     return write_bundle(policy, env_id, model.algo, out_dir, fields, force=force, extra_check=check, pipeline=pipeline)
 

@@ -32,8 +32,9 @@ import torch
 from torch import nn
 
 from ..envs.core import Box, Discrete, MultiDiscrete
-from ..nets.obs_normalizer import ObsNormalizer
+from ..nets.obs_normalizer import NormalizedPolicy, ObsNormalizer
 from ..nets.policies import NatureCNN, masked
+from ..nets.recurrent import RecurrentActorCritic
 from .manifest import BundleError
 from .safe_pickle import UnsafePickleError, safe_load
 
@@ -47,19 +48,28 @@ ACTIVATIONS: dict[str, type[nn.Module]] = {
     "Sigmoid": nn.Sigmoid,
 }
 #: SB3's default activation per algorithm (used when the saved policy_kwargs name none).
-DEFAULT_ACTIVATION = {"ppo": "Tanh", "a2c": "Tanh", "dqn": "ReLU", "sac": "ReLU", "td3": "ReLU"}
+DEFAULT_ACTIVATION = {"ppo": "Tanh", "a2c": "Tanh", "recurrent_ppo": "Tanh", "dqn": "ReLU", "sac": "ReLU", "td3": "ReLU"}
 #: SB3's policy class per algorithm, for the optional check against SB3 itself.
 #: sb3-contrib's MaskablePPO: PPO's network, its logits masked by the env's action masks.
 MASKABLE_POLICIES = "sb3_contrib.common.maskable.policies"
+#: sb3-contrib's RecurrentPPO: features, an LSTM (the critic's own, shared or none), then PPO's MLPs and heads.
+RECURRENT_POLICIES = "sb3_contrib.common.recurrent.policies"
 #: Observation spaces whose models Thrust imports: SB3 one-hots Discrete parts and concatenates a Dict's vector
 #: parts (CombinedExtractor), as Thrust's flattening does (envs/pipeline.py), so the first layer fits as it is.
 FLAT_OBSERVATIONS = ("Box", "Discrete", "MultiDiscrete", "MultiBinary", "Dict")
 #: Each algorithm's first layer after the features (what a flat observation goes into).
-FIRST_LAYERS = ("mlp_extractor.policy_net.0.weight", "q_net.q_net.0.weight", "actor.latent_pi.0.weight", "actor.mu.0.weight")
+FIRST_LAYERS = (
+    "mlp_extractor.policy_net.0.weight",
+    "q_net.q_net.0.weight",
+    "actor.latent_pi.0.weight",
+    "actor.mu.0.weight",
+    "lstm_actor.weight_ih_l0",
+)
 SB3_CNN_POLICY_CLASSES = {
     "ppo": "stable_baselines3.common.policies.ActorCriticCnnPolicy",
     "a2c": "stable_baselines3.common.policies.ActorCriticCnnPolicy",
     "dqn": "stable_baselines3.dqn.policies.CnnPolicy",
+    "recurrent_ppo": f"{RECURRENT_POLICIES}.RecurrentActorCriticCnnPolicy",
 }
 SB3_POLICY_CLASSES = {
     "ppo": "stable_baselines3.common.policies.ActorCriticPolicy",
@@ -67,6 +77,7 @@ SB3_POLICY_CLASSES = {
     "dqn": "stable_baselines3.dqn.policies.DQNPolicy",
     "sac": "stable_baselines3.sac.policies.SACPolicy",
     "td3": "stable_baselines3.td3.policies.TD3Policy",
+    "recurrent_ppo": f"{RECURRENT_POLICIES}.RecurrentActorCriticPolicy",
 }
 
 
@@ -210,12 +221,12 @@ def _read_weights(path: Path, raw: bytes) -> dict[str, torch.Tensor]:
 
 def _identify(path: Path, data: dict[str, Any], weights: dict[str, torch.Tensor]) -> str:
     module = str((data.get("policy_class") or {}).get("__module__", ""))
-    if any("lstm" in key for key in weights):
-        raise SB3FormatError(f"{path} is a recurrent policy (LSTM); Thrust's bundles are feed-forward: not supported")
+    if "lstm_actor.weight_ih_l0" in weights:
+        return "recurrent_ppo"
     if module.startswith("sb3_contrib") and module != MASKABLE_POLICIES:
         raise SB3FormatError(
             f"{path} comes from sb3-contrib ({module}); Thrust imports SB3's PPO, A2C, DQN, SAC and TD3 and "
-            "sb3-contrib's MaskablePPO"
+            "sb3-contrib's MaskablePPO and RecurrentPPO"
         )
     if "q_net.q_net.0.weight" in weights:
         return "dqn"
@@ -245,6 +256,8 @@ def _refuse_unsupported(model: SB3Model) -> None:
     if model.policy_kwargs.get("features_extractor_class") is not None:
         raise SB3FormatError(f"{where} uses a custom features extractor; Thrust imports SB3's MlpPolicy and CnnPolicy only")
     model.activation  # noqa: B018 (raises on an activation Thrust cannot rebuild)
+    if model.algo == "recurrent_ppo" and model.activation not in ("Tanh", "ReLU"):
+        raise SB3FormatError(f"{where} is a RecurrentPPO model with {model.activation}; Thrust rebuilds Tanh and ReLU ones")
 
 
 def check_spaces(model: SB3Model, obs_space: Box, action_space: Box | Discrete, env_id: str) -> None:
@@ -350,6 +363,8 @@ def rebuild_policy(
 ) -> ImportedPolicy:
     """The deterministic policy of `model` as a torch module, from its weights alone (`obs_shape`: the
     observations', which a CnnPolicy's encoder is built for)."""
+    if model.algo == "recurrent_ppo":
+        return rebuild_recurrent(model, action_space, normalizer, obs_shape)
     weights, activation = model.weights, ACTIVATIONS[model.activation]
     if model.algo in ("ppo", "a2c"):
         shared = "pi_features_extractor" if "pi_features_extractor.cnn.0.weight" in weights else "features_extractor"
@@ -369,6 +384,52 @@ def rebuild_policy(
     # TD3: actor.mu is Linear/activation/.../Linear followed by a Tanh (no weights), so [-1, 1] already
     body = nn.Sequential(nn.Flatten(), _mlp(weights, "actor.mu", activation, False), nn.Tanh())
     return ImportedPolicy(body, nn.Identity(), "rescale", action_space, normalizer)
+
+
+#: sb3-contrib's names of a RecurrentPPO policy's acting parts -> Thrust's RecurrentActorCritic's.
+RECURRENT_NAMES = {
+    "lstm_actor.": "actor_rnn.",
+    "mlp_extractor.policy_net.": "pi_mlp.",
+    "action_net.": "pi_head.",
+    "log_std": "log_std",
+    "features_extractor.cnn.": "encoder.convs.",
+    "features_extractor.linear.": "encoder.linear.",
+}
+
+
+def rebuild_recurrent(
+    model: SB3Model, action_space: Box | Discrete | MultiDiscrete, normalizer: ObsNormalizer | None, obs_shape: tuple
+) -> nn.Module:
+    """sb3-contrib's RecurrentPPO policy as Thrust's RecurrentActorCritic (the same layers: features, LSTM, MLP,
+    heads), its acting parts loaded; the critic is left out, as acting does not use it."""
+    weights = model.weights
+    for key in ("lstm_actor.weight_hh_l0", "lstm_actor.bias_ih_l0", "action_net.weight"):
+        if key not in weights:
+            raise SB3FormatError(f"{model.path}: a recurrent (LSTM) policy without {key}: not one Thrust can rebuild")
+    layers = sum(1 for key in weights if re.fullmatch(r"lstm_actor\.weight_ih_l\d+", key))
+    pattern = re.compile(r"^mlp_extractor\.policy_net\.(\d+)\.weight$")
+    indices = sorted(int(m.group(1)) for key in weights if (m := pattern.match(key)))
+    hidden = [weights[f"mlp_extractor.policy_net.{index}.weight"].shape[0] for index in indices]
+    net = RecurrentActorCritic(
+        obs_shape,
+        action_space,
+        hidden,
+        model.activation.lower(),
+        rnn_hidden=weights["lstm_actor.weight_hh_l0"].shape[1],
+        rnn_layers=layers,
+        critic_rnn="none",
+    )
+    state = {}
+    for key, value in weights.items():
+        for theirs, ours in RECURRENT_NAMES.items():
+            if key.removeprefix("pi_").startswith(theirs):
+                state[ours + key.removeprefix("pi_")[len(theirs) :]] = value
+    built = ("vf_", "critic", "low", "high")  # the critic's parts (unused) and the bounds (from the env's space)
+    missing = [key for key in net.load_state_dict(state, strict=False).missing_keys if not key.startswith(built)]
+    if missing:
+        raise SB3FormatError(f"{model.path}: a recurrent (LSTM) policy without {missing[0]}: not one Thrust can rebuild")
+    net.eval()
+    return net if normalizer is None else NormalizedPolicy(net, normalizer)
 
 
 def read_vec_normalize(path: str | Path, trust_pickle: bool) -> ObsNormalizer | None:
@@ -415,6 +476,11 @@ def sb3_reference(model: SB3Model, env_id: str, normalizer: ObsNormalizer | None
 
     classes = SB3_CNN_POLICY_CLASSES if model.uses_cnn else SB3_POLICY_CLASSES
     module_name, class_name = classes[model.algo].rsplit(".", 1)
+    if model.algo == "recurrent_ppo" or model.maskable:
+        try:
+            import sb3_contrib  # noqa: F401
+        except ImportError:
+            return None
     if model.maskable:
         module_name, class_name = MASKABLE_POLICIES, "MaskableActorCriticPolicy"
     policy_class = getattr(importlib.import_module(module_name), class_name)
@@ -434,12 +500,16 @@ def sb3_reference(model: SB3Model, env_id: str, normalizer: ObsNormalizer | None
         raise SB3FormatError(f"{model.path}: SB3's own {class_name} does not take these weights ({first})") from None
     policy.set_training_mode(False)
 
-    def predict(obs: np.ndarray, masks: np.ndarray | None = None) -> np.ndarray:
+    def predict(obs: np.ndarray, masks: np.ndarray | None = None, state: np.ndarray | None = None) -> np.ndarray:
         if normalizer is not None:
             with torch.no_grad():
                 obs = normalizer(torch.as_tensor(obs)).numpy()
         if model.maskable:
             return policy.predict(obs, deterministic=True, action_masks=masks)[0]
+        if model.algo == "recurrent_ppo":  # Thrust's flat memory (N, (h, c) x layers x hidden) as sb3-contrib's (h, c)
+            layers, hidden = policy.lstm_hidden_state_shape[0], policy.lstm_hidden_state_shape[2]
+            h, c = state.reshape(len(obs), 2, layers, hidden).transpose(1, 2, 0, 3)
+            return policy.predict(obs, state=(h, c), episode_start=np.zeros(len(obs)), deterministic=True)[0]
         return policy.predict(obs, deterministic=True)[0]
 
     return predict
