@@ -63,10 +63,50 @@ def test_a_run_exported_as_zoo_yaml_loads_back_to_the_same_settings():
     spec = make_spec("ppo", "cartpole", 50_000, overrides={"gamma": 0.97, "hidden": "32,32", "activation": "relu"})
     text = to_zoo_yaml(dataclasses.asdict(spec))
     assert "\nCartPole-v1:\n" in text and "learning_rate: lin_0.001" in text
-    assert "policy_kwargs: dict(net_arch=[32, 32], activation_fn=nn.ReLU)" in text and "#   update: handwritten" in text
+    assert "policy_kwargs: dict(net_arch=[32, 32], activation_fn=nn.ReLU, log_std_init=0.0)" in text
+    assert "#   update: handwritten" in text
     env_id, timesteps, overrides = from_zoo_yaml(text, fields(PPOConfig))
     assert (env_id, timesteps) == ("CartPole-v1", 50_000)
     assert make_spec("ppo", env_id, timesteps, overrides=overrides).config == {**spec.config, "update": "handwritten"}
+
+
+#: rl-baselines3-zoo hyperparams/ppo_lstm.yml, CartPoleNoVel-v1, as the zoo writes it.
+ZOO_PPO_LSTM = """
+CartPoleNoVel-v1:
+  normalize: True
+  n_envs: 8
+  n_timesteps: !!float 1e5
+  policy: 'MlpLstmPolicy'
+  n_steps: 32
+  batch_size: 256
+  gae_lambda: 0.8
+  gamma: 0.98
+  n_epochs: 20
+  ent_coef: 0.0
+  learning_rate: lin_0.001
+  clip_range: lin_0.2
+  policy_kwargs: "dict(
+                    ortho_init=False,
+                    activation_fn=nn.ReLU,
+                    lstm_hidden_size=64,
+                    enable_critic_lstm=True,
+                    net_arch=dict(pi=[64], vf=[64])
+                  )"
+"""
+
+
+def test_the_zoos_ppo_lstm_entry_is_the_recurrent_preset_and_exports_back():
+    from thrust_app.algos import RecurrentPPOConfig
+
+    env_id, timesteps, overrides = from_zoo_yaml(ZOO_PPO_LSTM, fields(RecurrentPPOConfig))
+    assert (
+        make_spec("recurrent_ppo", env_id, timesteps, overrides=overrides).config == make_spec("recurrent_ppo", env_id).config
+    )
+    spec = make_spec("recurrent_ppo", "cartpole-novel", overrides={"critic_rnn": "shared", "rnn_type": "gru"})
+    text = to_zoo_yaml(dataclasses.asdict(spec))
+    assert "\nCartPoleNoVel-v1:\n" in text and "policy: MlpLstmPolicy" in text and "shared_lstm=True" in text
+    _, _, again = from_zoo_yaml(text, fields(RecurrentPPOConfig))
+    assert make_spec("recurrent_ppo", "cartpole-novel", overrides=again).config == {**spec.config, "rnn_type": "lstm"}
 
 
 @pytest.mark.parametrize(
@@ -89,7 +129,11 @@ def test_the_zoos_normalize_reads_as_thrusts_normalisation_and_back(normalize, w
     "text, message",
     [
         ("CartPole-v1:\n  use_sde: true\n", "no setting for the zoo keys use_sde"),
-        ("CartPole-v1:\n  policy_kwargs: 'dict(ortho_init=False)'\n", "Thrust reads net_arch"),
+        ("CartPole-v1:\n  policy_kwargs: 'dict(use_expln=True)'\n", "no setting for use_expln"),
+        ("CartPole-v1:\n  policy_kwargs: 'dict(lstm_hidden_size=64)'\n", "no setting for lstm_hidden_size"),  # PPO's
+        ("CartPole-v1:\n  policy_kwargs: 'dict(net_arch=dict(pi=[64], vf=[32]))'\n", "share one net_arch"),
+        ("CartPole-v1:\n  policy_kwargs: 'dict(activation_fn=nn.ELU)'\n", "no setting for activation_fn=nn.ELU"),
+        ("CartPole-v1:\n  policy_kwargs: '__import__(\"os\")'\n", "expected dict"),
         ("- just\n- a list\n", "expected a zoo hyperparameter file"),
         ("CartPole-v1: [unclosed\n", "not a YAML file"),
         ("CartPole-v1:\n  normalize: \"{'gamma': 0.9}\"\n", "Thrust reads true/false or a dict of norm_obs"),

@@ -2,15 +2,15 @@
 both ways: export a Thrust run as a zoo entry, and read a zoo entry into Thrust overrides.
 
 The zoo writes linear schedules as `lin_<start>` and the network as a `policy_kwargs` string such as
-`dict(net_arch=[64, 64], activation_fn=nn.ReLU)`; Thrust's `lr_schedule`/`clip_schedule`, `hidden` and
-`activation` map onto those. Settings without a zoo key (Thrust's `update`, DQN's `loss`, ...) are
+`dict(net_arch=[64, 64], activation_fn=nn.ReLU)`; Thrust's `lr_schedule`/`clip_schedule`, `hidden`,
+`activation`, `log_std_init`, `ortho_init` and recurrent PPO's LSTM settings map onto those (the string is
+read as an expression tree, never run). Settings without a zoo key (Thrust's `update`, DQN's `loss`, ...) are
 written as comments on export; zoo keys Thrust does not have are named on import, never guessed.
 """
 
 from __future__ import annotations
 
 import ast
-import re
 from typing import Any
 
 import yaml
@@ -27,7 +27,7 @@ ZOO_ONLY_IGNORED = ("policy", "n_timesteps", "optimize_memory_usage")
 #: The zoo's `env_wrapper` class for Thrust's `atari` pipeline (envs/pipeline.py).
 ZOO_ATARI_WRAPPER = "stable_baselines3.common.atari_wrappers.AtariWrapper"
 #: Thrust settings about how a run computes or steps its envs, not what it learns: comments on export.
-THRUST_ONLY = ("update", "acting", "cuda_graphs", "loss", "double_dqn", "vec_env", "share_frames")
+THRUST_ONLY = ("update", "acting", "cuda_graphs", "loss", "double_dqn", "vec_env", "share_frames", "rnn_type")
 #: VecNormalize's keyword arguments that the zoo's `normalize` may hold as a dict, and Thrust's fields for them.
 NORMALIZE_KEYS = {"norm_obs": "norm_obs", "norm_reward": "norm_reward", "clip_obs": "clip_obs", "clip_reward": "clip_reward"}
 #: Thrust's envs whose dynamics are gymnasium's (tests step both side by side): the zoo knows the gymnasium id.
@@ -57,6 +57,11 @@ def to_zoo_yaml(run_config: dict[str, Any]) -> str:
         kwargs.append("activation_fn=nn.ReLU")
     if activation == "tanh":
         kwargs.append("activation_fn=nn.Tanh")
+    kwargs += [f"{key}={config.pop(key)!r}" for key in POLICY_KWARGS_FIELDS if key in config]
+    critic_rnn = config.pop("critic_rnn", None)
+    if critic_rnn is not None:  # sb3-contrib's two flags
+        kwargs += [f"enable_critic_lstm={critic_rnn == 'separate'}", f"shared_lstm={critic_rnn == 'shared'}"]
+        entry["policy"] = "CnnLstmPolicy" if images else "MlpLstmPolicy"
     if kwargs:
         entry["policy_kwargs"] = f"dict({', '.join(kwargs)})"
     thrust_only = {key: config.pop(key) for key in THRUST_ONLY if key in config}
@@ -94,7 +99,7 @@ def from_zoo_yaml(text: str, fields: set[str]) -> tuple[str, int | None, dict[st
         if key in SCHEDULED and isinstance(value, str) and value.startswith("lin_"):
             overrides[key], overrides[SCHEDULED[key]] = float(value[4:]), "linear"
         elif key == "policy_kwargs":
-            overrides.update(_network(str(value)))
+            overrides.update(_network(str(value), fields))
         elif key == "normalize":
             overrides.update(_normalize(value))
         elif key == "env_wrapper":
@@ -132,18 +137,50 @@ def _normalize(value: Any) -> dict[str, Any]:
     return {"normalize": True} | {NORMALIZE_KEYS[key]: arguments[key] for key in arguments}
 
 
-def _network(policy_kwargs: str) -> dict[str, Any]:
-    """`hidden` and `activation` from a zoo policy_kwargs string; other keys in it are refused."""
+#: policy_kwargs keys that are Thrust fields of the same name (where the algorithm has the field).
+POLICY_KWARGS_FIELDS = ("log_std_init", "ortho_init", "lstm_hidden_size", "n_lstm_layers")
+
+
+def _network(policy_kwargs: str, fields: set[str]) -> dict[str, Any]:
+    """Thrust's fields from a zoo policy_kwargs string such as `dict(net_arch=dict(pi=[64], vf=[64]),
+    activation_fn=nn.ReLU, lstm_hidden_size=64)`, read as an expression tree (never run). Keys Thrust has no
+    field for, for this algorithm, are refused in one line."""
+    try:
+        tree = ast.parse(policy_kwargs.strip(), mode="eval").body
+    except SyntaxError:
+        tree = None
+    if not (isinstance(tree, ast.Call) and isinstance(tree.func, ast.Name) and tree.func.id == "dict" and not tree.args):
+        raise ConfigError(f"policy_kwargs {policy_kwargs!r}: expected dict(key=value, ...)")
+    kwargs = {keyword.arg: _kwarg_value(keyword.value, policy_kwargs) for keyword in tree.keywords}
     network: dict[str, Any] = {}
-    sizes = re.search(r"net_arch\s*=\s*\[([\d,\s]*)\]", policy_kwargs)
-    if sizes:
-        network["hidden"] = tuple(int(size) for size in sizes.group(1).replace(",", " ").split())
-    activation = re.search(r"activation_fn\s*=\s*nn\.(\w+)", policy_kwargs)
-    if activation:
-        network["activation"] = {"ReLU": "relu", "Tanh": "tanh"}.get(activation.group(1), activation.group(1))
-    rest = re.sub(r"net_arch\s*=\s*\[[\d,\s]*\]|activation_fn\s*=\s*nn\.\w+|dict\(|\)|,|\s", "", policy_kwargs)
-    if rest:
-        raise ConfigError(
-            f"policy_kwargs {policy_kwargs!r}: Thrust reads net_arch (a flat list) and activation_fn (ReLU or Tanh) only"
-        )
+    arch = kwargs.pop("net_arch", None)
+    if isinstance(arch, dict):  # dict(pi=[...], vf=[...]): Thrust's policy and value MLPs have one size list
+        if arch.get("pi") != arch.get("vf"):
+            raise ConfigError(f"policy_kwargs {policy_kwargs!r}: Thrust's policy and value MLPs share one net_arch")
+        arch = arch.get("pi")
+    if arch is not None:
+        network["hidden"] = tuple(int(size) for size in arch)
+    activation = kwargs.pop("activation_fn", None)
+    if activation is not None:
+        network["activation"] = {"nn.ReLU": "relu", "nn.Tanh": "tanh"}.get(activation, activation)
+    enable, shared = kwargs.pop("enable_critic_lstm", None), kwargs.pop("shared_lstm", None)
+    if enable is not None or shared is not None:  # sb3-contrib's two flags as recurrent PPO's critic_rnn
+        network["critic_rnn"] = "shared" if shared else "none" if enable is False else "separate"
+    network |= {key: kwargs.pop(key) for key in POLICY_KWARGS_FIELDS if key in kwargs}
+    unknown = [*kwargs, *(key for key in network if key not in fields)]
+    if unknown or network.get("activation") not in (None, "relu", "tanh"):
+        what = ", ".join(unknown) or f"activation_fn={activation}"
+        raise ConfigError(f"policy_kwargs {policy_kwargs!r}: Thrust has no setting for {what} (for this algorithm)")
     return network
+
+
+def _kwarg_value(node: ast.expr, policy_kwargs: str) -> Any:
+    """A policy_kwargs value: a literal, a dotted name (nn.ReLU), or a nested dict(...) call."""
+    if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name):
+        return f"{node.value.id}.{node.attr}"
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "dict":
+        return {keyword.arg: _kwarg_value(keyword.value, policy_kwargs) for keyword in node.keywords}
+    try:
+        return ast.literal_eval(node)
+    except ValueError:
+        raise ConfigError(f"policy_kwargs {policy_kwargs!r}: cannot read {ast.unparse(node)}") from None
