@@ -100,7 +100,10 @@ def make_no_velocity(base_id: str, **kwargs: Any) -> gym.Env:
 
 
 def register_envs() -> None:
-    """Register every Thrust env with gymnasium (idempotent)."""
+    """Register every Thrust env with gymnasium (idempotent): the cores, the zoo's velocity-free envs, and the
+    small tasks with known answers (tasks.py, registered on import)."""
+    from . import tasks  # noqa: F401
+
     for env_id, cls in GYM_ENVS.items():
         if env_id not in gym.registry:
             gym.register(id=env_id, entry_point=f"{__name__}:{cls.__name__}")

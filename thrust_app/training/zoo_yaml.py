@@ -20,7 +20,6 @@ from ..envs import GYMNASIUM_TWINS as ENV_TWINS
 
 #: Thrust config fields the zoo spells differently or not at all.
 SCHEDULED = {"learning_rate": "lr_schedule", "clip_range": "clip_schedule"}
-NETWORK = ("hidden", "activation")
 #: Read and set aside: the policy class follows the observations; SB3's optimize_memory_usage is a storage layout,
 #: which Thrust's replay buffer chooses itself (`share_frames`, the same samples either way).
 ZOO_ONLY_IGNORED = ("policy", "n_timesteps", "optimize_memory_usage")
