@@ -16,6 +16,7 @@ validation continues where it stopped.
 
     python benches/validation.py                       # everything, 3 seeds, 2 jobs in parallel
     python benches/validation.py --only dqn:cartpole:cleanrl --seeds 1
+    python benches/validation.py --only own            # the own-env section alone (recurrent, masks, spaces)
 """
 
 from __future__ import annotations
@@ -52,9 +53,29 @@ PAIRS = [
     ("ppo", "MinAtar/Breakout-v1", 5.0, "eval >= 5 within 500k steps (random: 0.3)"),
     ("dqn", "MinAtar/Breakout-v1", 5.0, "eval >= 5 within 250k steps (random: 0.3)"),
 ]
-TARGETS = {(algo, env): target for algo, env, target, _ in PAIRS}
+#: "Your own env": memory, action masks and the spaces users bring (thrust_app/envs/tasks.py, the zoo's
+#: velocity-free envs, gymnasium's Discrete-observation envs): (algo, env, settings, target, what is asked).
+#: Settings "zoo": the pair's preset, or the algorithm's defaults where it has none; "memoryless": recurrent
+#: PPO's preset values on feed-forward PPO (the fields PPO has), the same budget.
+OWN_ENV_ROWS = [
+    ("recurrent_ppo", "CartPoleNoVel-v1", "zoo", 450.0, "eval >= 450 within 100k (sb3-contrib's benchmark: 500)"),
+    ("ppo", "CartPoleNoVel-v1", "memoryless", 450.0, "the same, no memory"),
+    ("recurrent_ppo", "PendulumNoVel-v1", "zoo", -300.0, "eval >= -300 within 100k (sb3-contrib's, gSDE: -218)"),
+    ("ppo", "PendulumNoVel-v1", "memoryless", -300.0, "the same, no memory"),
+    ("recurrent_ppo", "ThrustTest/MaskedRecall-v0", "zoo", 9.0, "masks + memory: eval >= 9 of 10 (random legal: 3.3)"),
+    ("ppo", "ThrustTest/MaskedChoice-v0", "zoo", 15.0, "masks: eval >= 15 of 20 (random legal: 6.7)"),
+    ("dqn", "ThrustTest/MaskedChoice-v0", "zoo", 15.0, "masks: eval >= 15 of 20 (random legal: 6.7)"),
+    ("ppo", "ThrustTest/Dials-v0", "zoo", 9.0, "MultiDiscrete actions: eval >= 9 of 10 (random: 3.6)"),
+    ("ppo", "FrozenLake-v1", "zoo", 0.5, "Discrete observations: success >= 0.5 (slippery; random: 0.015)"),
+    ("ppo", "Taxi-v3", "zoo", 0.0, "Discrete observations: eval >= 0 (random: about -770)"),
+]
+TARGETS = {(algo, env): target for algo, env, target, _ in PAIRS} | {(r[0], r[1]): r[3] for r in OWN_ENV_ROWS}
 #: Budgets cut from the preset's where a full one does not fit this machine (MinAtar's presets: 5M steps).
-BUDGETS = {("ppo", "MinAtar/Breakout-v1"): 500_000, ("dqn", "MinAtar/Breakout-v1"): 250_000}
+BUDGETS = (
+    {("ppo", "MinAtar/Breakout-v1"): 500_000, ("dqn", "MinAtar/Breakout-v1"): 250_000}
+    | {(algo, env): 50_000 for algo, env in (("recurrent_ppo", "ThrustTest/MaskedRecall-v0"), ("ppo", "ThrustTest/Dials-v0"))}
+    | {(algo, "ThrustTest/MaskedChoice-v0"): 50_000 for algo in ("ppo", "dqn")}
+)
 
 #: The env each algorithm is validated on under every settings source.
 SETTINGS_ENV = {"ppo": "cartpole", "a2c": "cartpole", "dqn": "cartpole", "sac": "pendulum"}
@@ -201,6 +222,8 @@ SETTINGS_GAPS = {
 }
 
 SOURCE_NAMES = {"zoo": "Thrust preset (zoo)", "cleanrl": "CleanRL defaults", "sb3": "SB3 defaults"}
+#: The own-env section's settings names.
+OWN_SOURCE_NAMES = {"zoo": "preset (or defaults)", "memoryless": "recurrent preset, no memory"}
 
 
 def job_overrides(algo: str, env: str, source: str) -> dict:
@@ -212,16 +235,19 @@ def job_overrides(algo: str, env: str, source: str) -> dict:
     from thrust_app.training.presets import get_preset
     from thrust_app.training.run_spec import resolve_env_name
 
+    if source == "memoryless":
+        fields = vars(get_algo(algo).Config())
+        return {k: v for k, v in get_preset("recurrent_ppo", resolve_env_name(env)).config.items() if k in fields}
+
     defaults = get_algo(algo).Config()
     preset = get_preset(algo, resolve_env_name(env))
     return {**{key: getattr(defaults, key) for key in preset.config}, **SETTINGS[source][algo]}
 
 
 def run_one(job: tuple[str, str, str, int]) -> dict:
-    import torch
     from harness import stop_if_signalled
 
-    from thrust_app.algos.base import deterministic_action
+    from thrust_app.algos.base import NumpyPolicy
     from thrust_app.envs.pipeline import Pipeline
     from thrust_app.runs.files import read_jsonl
     from thrust_app.training.evaluation import evaluate
@@ -251,12 +277,7 @@ def run_one(job: tuple[str, str, str, int]) -> dict:
         records = read_jsonl(run_dir / "metrics.jsonl")
         final_episodes = 1000 if env == "bandit" else 50
         spec, policy = load_policy(run_dir)
-
-        def act(obs):
-            with torch.no_grad():
-                return deterministic_action(policy, torch.as_tensor(obs)).numpy()
-
-        final = evaluate(act, spec.env, final_episodes, seed=2_000_000, pipeline=Pipeline.of(spec.config))
+        final = evaluate(NumpyPolicy(policy), spec.env, final_episodes, seed=2_000_000, pipeline=Pipeline.of(spec.config))
     evals = [r for r in records if r["kind"] == "eval"]
     met = next((r for r in evals if target is not None and r["eval_mean"] >= target), None)
     train_returns = [ret for r in records if r["kind"] == "train" for ret in r["episode_returns"]]
@@ -337,6 +358,30 @@ def presets_table(results: list[dict]) -> list[str]:
     return lines
 
 
+def own_env_table(results: list[dict]) -> list[str]:
+    """The own-env rows: final-eval IQM with its 95% bootstrap CI over the seeds (`thrust compare`'s statistics)."""
+    from thrust_app.runs.compare import group_stats
+
+    lines = [
+        "| algo | env | settings | target | steps | target met at (steps) | final eval IQM [95% CI] | each seed "
+        "| train steps/s |",
+        "|---|---|---|---|---:|---:|---|---|---:|",
+    ]
+    for algo, env, source, _, note in OWN_ENV_ROWS:
+        rows = rows_of(results, algo, env, source)
+        if rows:
+            stats = group_stats(algo, [r["final_mean"] for r in rows])
+            fmt = "{:.2f}" if env == "FrozenLake-v1" else "{:.1f}"
+            lines.append(
+                f"| {algo} | {env} | {OWN_SOURCE_NAMES[source]} | {note} | {rows[0]['timesteps']:,} "
+                f"| {met_cell(rows, 'target_met_at_step', ',.0f')} | {fmt.format(stats.iqm)} "
+                f"[{fmt.format(stats.iqm_ci[0])}, {fmt.format(stats.iqm_ci[1])}] "
+                f"| {', '.join(fmt.format(r['final_mean']) for r in rows)} "
+                f"| {statistics.median(r['sps'] for r in rows):,.0f} |"
+            )
+    return lines
+
+
 def settings_table(results: list[dict]) -> list[str]:
     lines = [
         "| algo | env | settings | steps | target met at (steps) | train s to target | final eval "
@@ -407,9 +452,24 @@ def write_markdown(results: list[dict], out: Path, seeds: int, when: str) -> Non
         *settings_notes(),
         "",
     ]
-    # the parity section (benches/parity.py) is kept as it is
-    kept = re.search(r"<!-- parity:start -->.*?<!-- parity:end -->", out.read_text(), re.S) if out.exists() else None
-    out.write_text("\n".join(lines) + ("\n" + kept.group(0) + "\n" if kept else ""))
+    # the own-env section (written on its own, `own_env_section`) and the parity section (benches/parity.py) stay
+    old = out.read_text() if out.exists() else ""
+    kept = [m.group(0) for m in re.finditer(r"<!-- (own-env|parity):start -->.*?<!-- \1:end -->", old, re.S)]
+    out.write_text("\n".join(lines) + "".join(f"\n{block}\n" for block in kept))
+
+
+def own_env_section(results: list[dict], seeds: int, when: str) -> list[str]:
+    return [
+        "## Your own env: memory, action masks, spaces",
+        "",
+        f"Produced by `python benches/validation.py --only own` on {when}, {seeds} seeds per row. Recurrent PPO "
+        "against feed-forward PPO on the zoo's velocity-free envs (sb3-contrib's RecurrentPPO benchmark), the "
+        "action-mask and memory tasks of `thrust_app/envs/tasks.py`, a MultiDiscrete-action task, and gymnasium's "
+        "Discrete-observation envs (one-hot, as SB3). Final eval: 50 fresh episodes per seed; its IQM over the "
+        "seeds with a 95% percentile-bootstrap CI (`thrust compare`'s statistics).",
+        "",
+        *own_env_table(results),
+    ]
 
 
 def readme_rows(results: list[dict], when: str, seeds: int) -> list[str]:
@@ -448,6 +508,21 @@ def readme_rows(results: list[dict], when: str, seeds: int) -> list[str]:
     ]
 
 
+def own_env_readme_rows(results: list[dict]) -> list[str]:
+    """The README's rows from the own-env section."""
+
+    def final(algo: str, env: str, source: str = "zoo") -> str:
+        rows = rows_of(results, algo, env, source)
+        return f"{statistics.fmean(r['final_mean'] for r in rows):.1f}" if rows else "not run"
+
+    return [
+        f"| CartPole, velocities hidden (CartPoleNoVel-v1, 100k steps), recurrent PPO / feed-forward PPO | final eval "
+        f"{final('recurrent_ppo', 'CartPoleNoVel-v1')} / {final('ppo', 'CartPoleNoVel-v1', 'memoryless')} |",
+        f"| Masks and memory together (MaskedRecall, recurrent PPO, 50k steps) | final eval "
+        f"{final('recurrent_ppo', 'ThrustTest/MaskedRecall-v0')} of 10 (random legal play: 3.3) |",
+    ]
+
+
 def write_readme(results: list[dict], readme: Path, when: str, seeds: int) -> None:
     """Replace the rows between the README's validation markers."""
     from harness import replace_block
@@ -459,6 +534,7 @@ def all_jobs(seeds: int) -> list[tuple[str, str, str, int]]:
     pairs = [(algo, env, "zoo") for algo, env, _, _ in PAIRS]
     for source in ("cleanrl", "sb3"):
         pairs += [(algo, env, source) for algo, env in SETTINGS_ENV.items() if algo in SETTINGS[source]]
+    pairs += [(algo, env, source) for algo, env, source, _, _ in OWN_ENV_ROWS]
     return [(*pair, seed) for pair in pairs for seed in range(seeds)]
 
 
@@ -474,10 +550,15 @@ def main() -> None:
     args.results.parent.mkdir(parents=True, exist_ok=True)
     results = json.loads(args.results.read_text()) if args.results.exists() else []
     done = {(r["algo"], r["env"], r["source"], r["seed"]) for r in results}
-    wanted = lambda job: args.only is None or any(f"{job[0]}:{job[1]}:{job[2]}".startswith(o) for o in args.only)  # noqa: E731
+    own = {(algo, env, source) for algo, env, source, _, _ in OWN_ENV_ROWS}
+
+    def wanted(job: tuple) -> bool:  # `own` names the own-env section
+        name = f"{job[0]}:{job[1]}:{job[2]}"
+        return args.only is None or any(name.startswith(o) or (o == "own" and job[:3] in own) for o in args.only)
+
     todo = [job for job in all_jobs(args.seeds) if job not in done and wanted(job)]
     # longest first, so the pool does not end on one long run
-    todo.sort(key=lambda job: job[1] in ("snake", "pendulum", "MinAtar/Breakout-v1"), reverse=True)
+    todo.sort(key=lambda job: job[1] in ("snake", "pendulum", "MinAtar/Breakout-v1", "PendulumNoVel-v1"), reverse=True)
     print(f"{len(todo)} runs to do, {len(done)} already in {args.results}", flush=True)
     start = time.monotonic()
     with mp.get_context("spawn").Pool(args.jobs) as pool:
@@ -492,8 +573,15 @@ def main() -> None:
             )
     kept = [r for r in results if r["seed"] < args.seeds]
     when = time.strftime("%Y-%m-%d")
-    write_markdown(kept, args.out, args.seeds, when)
-    write_readme(kept, args.readme, when, args.seeds)
+    is_own = lambda r: (r["algo"], r["env"], r["source"]) in own  # noqa: E731
+    if any(is_own(r) for r in kept):
+        from harness import replace_block
+
+        replace_block(args.out, "own-env", own_env_section([r for r in kept if is_own(r)], args.seeds, when))
+        replace_block(args.readme, "own-env", own_env_readme_rows([r for r in kept if is_own(r)]))
+    if any(not is_own(r) for r in kept):  # the other tables only from a results file that holds their runs
+        write_markdown([r for r in kept if not is_own(r)], args.out, args.seeds, when)
+        write_readme([r for r in kept if not is_own(r)], args.readme, when, args.seeds)
     print(f"wrote {args.out} and the results rows of {args.readme}")
 
 
