@@ -22,3 +22,14 @@ def test_own_env_with_masks_trains_exports_and_plays_the_bundle():
     random_play = scores.pop("random legal moves")
     assert "('action_mask', 'bool', ['batch', 6])" in done.stdout
     assert all(score >= random_play + 8 for score in scores.values()), done.stdout
+
+
+def test_own_env_with_memory_needs_the_memory_and_the_bundle_carries_it():
+    done = subprocess.run(
+        [sys.executable, str(EXAMPLES / "own_env_with_memory.py")], capture_output=True, text=True, timeout=300
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    scores = dict(re.findall(r"(PPO without memory|recurrent PPO after [\d,]+ steps|onnxruntime): ([\d.]+)", done.stdout))
+    assert float(scores.pop("PPO without memory")) <= 0.45, done.stdout  # guessing one lamp of four: 0.25
+    assert len(scores) == 2 and all(float(score) >= 0.9 for score in scores.values()), done.stdout
+    assert "('state', ['batch', 64])" in done.stdout and "('next_state', ['batch', 64])" in done.stdout

@@ -22,18 +22,20 @@ def _cmd_demo(args: argparse.Namespace) -> int:
 def _cmd_envs(args: argparse.Namespace) -> int:
     from .envs.core import ALIASES, make_core
 
+    alias_width, id_width = max(map(len, ALIASES)), max(map(len, ALIASES.values()))
     for alias, env_id in ALIASES.items():
         env = make_core(env_id)
         space = env.action_space
         actions = f"Discrete({space.n})" if hasattr(space, "n") else f"Box{space.shape} in [{space.low}, {space.high}]"
         print(
-            f"{alias:9s} {env_id:20s} obs {env.observation_space.shape}  actions {actions}  "
+            f"{alias:{alias_width}s} {env_id:{id_width}s} obs {env.observation_space.shape}  actions {actions}  "
             f"limit {env.max_episode_steps or '-'}"
         )
     print("\nAny gymnasium id trains too; these families have presets (docs/training.md):")
     for family, example, module, extra in FAMILIES:
         here = "installed" if importlib.util.find_spec(module) else f'not installed: pip install "thrust_app[{extra}]"'
         print(f"  {family:9s} e.g. {example:22s} ({here})")
+    print("  memory    the zoo's velocity-free envs, e.g. CartPoleNoVel-v1, PendulumNoVel-v1 (recurrent_ppo presets)")
     return 0
 
 
