@@ -93,32 +93,26 @@ PAIRS = {
         1,
     ),
     "sac": ("thrust/Pendulum-v0", "Pendulum-v1", -200.0, 20_000, dict(learning_rate=1e-3), 1),
-    # sb3-contrib's RecurrentPPO with the zoo's ppo_lstm entry (observations and rewards normalised on both sides)
-    "recurrent_ppo": (
-        "thrust/CartPoleNoVel-v0",
-        "CartPoleNoVel-v1",
-        475.0,
-        100_000,
-        dict(
-            n_steps=32,
-            batch_size=256,
-            gae_lambda=0.8,
-            gamma=0.98,
-            n_epochs=20,
-            ent_coef=0.0,
-            learning_rate=linear(1e-3),
-            clip_range=linear(0.2),
-            policy_kwargs=dict(
-                ortho_init=False,
-                activation_fn=torch.nn.ReLU,
-                lstm_hidden_size=64,
-                enable_critic_lstm=True,
-                net_arch=dict(pi=[64], vf=[64]),
-            ),
-        ),
-        8,
-    ),
 }
+# sb3-contrib's RecurrentPPO with the zoo's ppo_lstm entry (its values are the ppo entry's for CartPole-v1, plus the
+# LSTM's; observations and rewards normalised on both sides)
+PAIRS["recurrent_ppo"] = (
+    "thrust/CartPoleNoVel-v0",
+    "CartPoleNoVel-v1",
+    475.0,
+    100_000,
+    PAIRS["ppo"][4]
+    | {
+        "policy_kwargs": dict(
+            ortho_init=False,
+            activation_fn=torch.nn.ReLU,
+            lstm_hidden_size=64,
+            enable_critic_lstm=True,
+            net_arch=dict(pi=[64], vf=[64]),
+        )
+    },
+    8,
+)
 QUICK_BUDGET = {"ppo": 16_384, "a2c": 16_000, "dqn": 8_000, "sac": 1_500, "recurrent_ppo": 8_192}
 #: Pairs whose zoo entry sets `normalize: true`: the peer trains in SB3's VecNormalize (Thrust's preset has it too).
 NORMALIZED = {"recurrent_ppo"}

@@ -260,10 +260,8 @@ _add(
     ("CartPoleNoVel-v1", "thrust/CartPoleNoVel-v0"),
     Preset(
         100_000,
-        {"normalize": True, "n_envs": 8, "n_steps": 32, "batch_size": 256, "gae_lambda": 0.8, "gamma": 0.98}
-        | {"n_epochs": 20, "ent_coef": 0.0, "learning_rate": 1e-3, "lr_schedule": "linear", "clip_range": 0.2}
-        | {"clip_schedule": "linear"}
-        | _ZOO_LSTM_NET,
+        # the zoo's ppo_lstm entry is its ppo entry for CartPole-v1, normalised, with the LSTM
+        _PRESETS[("ppo", "CartPole-v1")].config | {"normalize": True} | _ZOO_LSTM_NET,
         ZOO.format(algo="ppo_lstm", env="CartPoleNoVel-v1"),
     ),
 )
