@@ -1,5 +1,6 @@
 """Observation spaces beyond Box: Discrete, MultiDiscrete, MultiBinary, Tuple and Dict of vectors train (flat,
-as SB3's preprocessing and CombinedExtractor see them) and export; what cannot is refused in one line."""
+as SB3's preprocessing and CombinedExtractor see them) and export (a Dict's or Tuple's bundle with one input per
+part); what cannot is refused in one line."""
 
 from __future__ import annotations
 
@@ -7,10 +8,12 @@ import gymnasium as gym
 import numpy as np
 import pytest
 
+from thrust_app.algos.base import NumpyPolicy
 from thrust_app.envs import env_spaces, make_env
+from thrust_app.interop.bundle import OnnxPolicy, load_bundle
 from thrust_app.interop.exporter import export_run
 from thrust_app.training.evaluation import evaluate
-from thrust_app.training.trainer import train
+from thrust_app.training.trainer import load_policy, train
 
 LENGTH, LIMIT = 6, 12
 
@@ -69,10 +72,34 @@ def test_each_space_trains_where_a_random_policy_fails(kind, tmp_path):
     assert random_play < 0.5
     summary = train("ppo", env_id, timesteps=8_192, run_dir=tmp_path / "run", eval_every=100_000, progress=False)
     assert summary["eval_mean"] == 1.0  # every evaluation episode reaches the end
-    if kind == "dict":
-        bundle = export_run(tmp_path / "run", tmp_path / "bundle")  # the flat vector as the graph's input
-        assert bundle.manifest["observation"]["shape"] == [LENGTH + 2]
-        assert bundle.manifest["parity"]["action_agreement"] == 1.0
+    if kind in ("dict", "tuple"):
+        check_bundle_takes_one_input_per_part(kind, env_id, tmp_path)
+
+
+def check_bundle_takes_one_input_per_part(kind: str, env_id: str, tmp_path) -> None:
+    """The bundle of a Dict (Tuple) env takes each key (item) as the env gives it, an input named after it; fed
+    the env's own values it acts as the run's torch policy on the flat vector, and `thrust eval` alike."""
+    import onnxruntime as ort
+
+    bundle = export_run(tmp_path / "run", tmp_path / "bundle")
+    names = {"dict": ["obs.cell", "obs.progress"], "tuple": ["obs.0", "obs.1"]}[kind]
+    assert [i["name"] for i in bundle.manifest["inputs"]] == names
+    assert [i["dtype"] for i in bundle.manifest["inputs"]] == ["int64", "float32"]  # a Discrete as its integer
+    assert bundle.manifest["parity"]["action_agreement"] == 1.0
+    session = ort.InferenceSession(str(bundle.model_path), providers=["CPUExecutionProvider"])
+    _, policy = load_policy(tmp_path / "run")
+    env = gym.make(env_id)
+    space = env.observation_space
+    space.seed(0)
+    for _ in range(20):
+        value = space.sample()
+        parts = [value[key] for key in ("cell", "progress")] if kind == "dict" else list(value)
+        feed = {name: np.asarray([part]) for name, part in zip(names, parts, strict=True)}
+        theirs = session.run(["action"], feed)[0]
+        ours = NumpyPolicy(policy)(gym.spaces.flatten(space, value)[None].astype(np.float32))
+        assert theirs.tolist() == ours.tolist()
+    played = evaluate(OnnxPolicy(load_bundle(bundle.path)), env_id, episodes=5, seed=3)
+    assert played.returns == evaluate(NumpyPolicy(policy), env_id, episodes=5, seed=3).returns
 
 
 class Pictures(Corridor):

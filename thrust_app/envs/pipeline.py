@@ -11,7 +11,8 @@ so evaluations and the training curve report the game's real score.
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, get_args, get_type_hints
+import re
+from typing import Any, NamedTuple, get_args, get_type_hints
 
 import gymnasium as gym
 import numpy as np
@@ -104,6 +105,78 @@ def flattened(env: Any) -> Any:
         if not isinstance(part, (gym.spaces.Box, *FLATTENED_SPACES)):
             return env  # a Sequence, Graph or Text part: left to the one-line refusal that names the space
     return gym.wrappers.FlattenObservation(env)
+
+
+class ObservationPart(NamedTuple):
+    """One key of a Dict observation (or item of a Tuple): what the bundle takes as an input of its own, and the
+    stretch of the flat vector it becomes (gymnasium's `flatten`: a Box as it is, a Discrete one-hot)."""
+
+    name: str  #: the bundle's input: obs.<key> (obs.<key>.<key> nested, obs.<index> in a Tuple)
+    kind: str  #: box, discrete, multi_discrete or multi_binary
+    shape: tuple[int, ...]  #: the part as the env gives it (a Discrete's is ())
+    nvec: tuple[int, ...]  #: the choices of a discrete part, per component (Discrete: (n,)); () for a Box
+    size: int  #: its length in the flat vector
+
+    def describe(self) -> dict[str, Any]:
+        """The manifest's entry (observation.parts)."""
+        return {"name": self.name, "kind": self.kind, "shape": list(self.shape), "nvec": list(self.nvec), "size": self.size}
+
+    @classmethod
+    def of(cls, entry: dict[str, Any]) -> ObservationPart:
+        return cls(entry["name"], entry["kind"], tuple(entry["shape"]), tuple(entry["nvec"]), int(entry["size"]))
+
+
+def parted_space(env: Any) -> gym.spaces.Dict | gym.spaces.Tuple | None:
+    """The Dict or Tuple observation space an env's flat observations were made from (`flattened`), else None."""
+    while not isinstance(env, gym.wrappers.FlattenObservation):
+        if not isinstance(env, gym.Wrapper):
+            return None
+        env = env.env
+    space = env.env.observation_space
+    return space if isinstance(space, gym.spaces.Dict | gym.spaces.Tuple) else None
+
+
+def env_parted_space(env_id: str, pipeline: Pipeline | None = None) -> gym.spaces.Dict | gym.spaces.Tuple | None:
+    """`parted_space` of the env `env_id` (made and closed)."""
+    from . import make_env
+
+    env = make_env(env_id, pipeline)
+    try:
+        return parted_space(env)
+    finally:
+        env.close()
+
+
+def env_observation_parts(env_id: str, pipeline: Pipeline | None = None) -> list[ObservationPart] | None:
+    """`observation_parts` of the env `env_id` (made and closed)."""
+    from . import make_env
+
+    env = make_env(env_id, pipeline)
+    try:
+        return observation_parts(env)
+    finally:
+        env.close()
+
+
+def observation_parts(env: Any) -> list[ObservationPart] | None:
+    """The parts of an env's Dict or Tuple observation, in the order of its flat vector; None for an env whose
+    observations were not flattened from a Dict or Tuple."""
+    space = parted_space(env)
+    if space is None:
+        return None
+    parts = []
+    for path, part in _leaves(space):
+        keys = [key or index for key, index in re.findall(r"\['(.*?)'\]|\[(\d+)\]", path)]  # ['a'][0] -> a, 0
+        name = ".".join(["obs", *keys])
+        if isinstance(part, gym.spaces.Discrete):
+            parts.append(ObservationPart(name, "discrete", (), (int(part.n),), int(part.n)))
+        elif isinstance(part, gym.spaces.MultiDiscrete):
+            nvec = tuple(int(n) for n in part.nvec.ravel())
+            parts.append(ObservationPart(name, "multi_discrete", tuple(part.shape), nvec, sum(nvec)))
+        else:  # a Box or MultiBinary as it is
+            kind = "multi_binary" if isinstance(part, gym.spaces.MultiBinary) else "box"
+            parts.append(ObservationPart(name, kind, tuple(part.shape), (), int(np.prod(part.shape))))
+    return parts
 
 
 def _leaves(space: Any, path: str = "") -> list[tuple[str, Any]]:

@@ -22,6 +22,7 @@ from typing import Any
 
 import numpy as np
 
+from ..envs.pipeline import ObservationPart
 from .manifest import BundleError, check_manifest
 
 #: The reference bundles that come with Thrust's source (`make reference-bundles`): found by every command
@@ -165,11 +166,15 @@ class OnnxPolicy:
         #: A recurrent policy's memory input and output, and its width (0: no memory).
         self.state_name, self.next_state_name = memory.get("input"), memory.get("output")
         self.state_size: int = memory.get("size", 0)
-        others = [i.name for i in inputs[1:] if i.name != self.state_name]
-        if len(inputs) not in (1, 2, 3) or len(others) > 1 or len(inputs) - len(others) - 1 != bool(self.state_size):
+        #: A Dict or Tuple observation's parts, each an input of its own (the manifest's observation.parts).
+        self.parts = [ObservationPart.of(entry) for entry in bundle.manifest["observation"].get("parts", [])]
+        n_obs = len(self.parts) or 1
+        others = [i.name for i in inputs[n_obs:] if i.name != self.state_name]
+        if len(others) > 1 or len(inputs) - len(others) - n_obs != bool(self.state_size):
             raise BundleError(
-                f"{bundle.model_path} has inputs {[i.name for i in inputs]}; a policy takes the observation (and its "
-                "memory, as the manifest's 'memory' names it, and the action mask)"
+                f"{bundle.model_path} has inputs {[i.name for i in inputs]}; a policy takes the observation (one input "
+                "per part of a Dict, as the manifest's observation.parts says; and its memory, as the manifest's "
+                "'memory' names it; and the action mask)"
             )
         self.input_name = inputs[0].name
         #: The action mask's input, for a policy of an env that offers masks (True = allowed).
@@ -177,7 +182,7 @@ class OnnxPolicy:
         #: A graph exported with a fixed batch of 1 (SB3's export recipe) is run one observation at a time.
         self.one_at_a_time = inputs[0].shape[0] == 1
         model_shape = list(inputs[0].shape[1:])
-        obs_shape = list(bundle.manifest["observation"]["shape"])
+        obs_shape = list(self.parts[0].shape if self.parts else bundle.manifest["observation"]["shape"])
         if model_shape != obs_shape:
             raise BundleError(
                 f"{bundle.model_path} takes observations of shape {model_shape}, but "
@@ -197,7 +202,8 @@ class OnnxPolicy:
                 for i in range(obs.shape[0])
             ]
             return {name: np.concatenate([row[name] for row in rows]) for name in self.output_names}
-        feed = {self.input_name: obs}
+        feed = dict(zip((p.name for p in self.parts), split_parts(obs, self.parts), strict=True)) if self.parts else {}
+        feed = feed or {self.input_name: obs}
         if self.state_size:
             memory = np.zeros((len(obs), self.state_size), np.float32) if state is None else state
             feed[self.state_name] = np.ascontiguousarray(memory, dtype=np.float32)
@@ -215,6 +221,21 @@ class OnnxPolicy:
         return (actions, outputs[self.next_state_name]) if self.state_size else actions
 
     __call__ = act
+
+
+def split_parts(flat: np.ndarray, parts: list[Any]) -> list[np.ndarray]:
+    """Flat observations (gymnasium's flatten of a Dict or Tuple) as each part's values, as the env gives them:
+    a Box or MultiBinary part reshaped, a one-hot part as its integer (per component for a MultiDiscrete)."""
+    values, start = [], 0
+    for part in parts:
+        stretch = flat[:, start : start + part.size]
+        start += part.size
+        if part.kind in ("box", "multi_binary"):
+            values.append(np.ascontiguousarray(stretch.reshape(len(flat), *part.shape), dtype=np.float32))
+            continue
+        hots = np.split(stretch, np.cumsum(part.nvec)[:-1], axis=1)
+        values.append(np.stack([hot.argmax(1) for hot in hots], 1).reshape(len(flat), *part.shape).astype(np.int64))
+    return values
 
 
 def check_bundle_fits_env(bundle: Bundle) -> None:

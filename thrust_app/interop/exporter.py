@@ -17,6 +17,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, NamedTuple
 
+import gymnasium as gym
 import numpy as np
 import torch
 from torch import nn
@@ -26,7 +27,7 @@ from ..algos.base import NumpyPolicy
 from ..envs import env_spaces
 from ..envs.batched import make_batched
 from ..envs.core import Discrete, MultiDiscrete
-from ..envs.pipeline import Pipeline
+from ..envs.pipeline import ObservationPart, Pipeline, env_observation_parts, env_parted_space
 from ..nets.obs_normalizer import NormalizedPolicy, ObsNormalizer
 from ..nets.policies import ActorCritic
 from ..runs.files import CONFIG_FILE, SUMMARY_FILE, RunDirError, read_json
@@ -89,6 +90,36 @@ class RecurrentPolicyGraph(PolicyGraph):
             scores, action = out
             return scores, action.to(torch.int32), next_state
         return out[0], next_state
+
+
+def flat_part(part: ObservationPart, x: torch.Tensor) -> torch.Tensor:
+    """One part as the env gives it -> its stretch of the flat vector (gymnasium's flatten): a Box or MultiBinary
+    flattened, a Discrete one-hot, a MultiDiscrete one-hot per component."""
+    rows = x.reshape(x.shape[0], -1)
+    if part.kind in ("box", "multi_binary"):
+        return rows.float()
+    hots = [(rows[:, i : i + 1] == torch.arange(n, device=x.device)).float() for i, n in enumerate(part.nvec)]
+    return torch.cat(hots, -1)
+
+
+class PartsGraph(nn.Module):
+    """A graph over the flat observation that takes a Dict or Tuple observation as one input per part, each as
+    the env gives it (`observation.parts` in the manifest), flattens them inside, and runs `graph` on the flat
+    vector with its other inputs (the memory, the action mask)."""
+
+    def __init__(self, graph: PolicyGraph, parts: list[ObservationPart]) -> None:
+        super().__init__()
+        self.policy_graph, self.parts = graph, parts  # not `graph`: an exported module's own attribute
+        self.discrete = graph.discrete
+
+    def forward(self, *inputs: torch.Tensor):
+        count = len(self.parts)
+        flat = torch.cat([flat_part(part, x) for part, x in zip(self.parts, inputs[:count], strict=True)], -1)
+        return self.policy_graph(flat, *inputs[count:])
+
+
+#: The dtype a part's input takes: the env's integers for discrete parts, float32 otherwise.
+PART_DTYPES = {"box": "float32", "multi_binary": "float32", "discrete": "int64", "multi_discrete": "int64"}
 
 
 def policy_graph(policy: nn.Module, discrete: bool) -> PolicyGraph:
@@ -170,15 +201,22 @@ def export_onnx(
 ) -> None:
     """The graph as one ONNX file, batch dimension dynamic; `n_masked`: it also takes an (N, n_masked) bool
     action mask, for a policy of an env that offers masks; `state_size`: the (N, state_size) memory of a
-    recurrent policy, before the mask."""
-    example = torch.zeros((2, *obs_shape), dtype=getattr(torch, obs_dtype))  # uint8 frames: the graph scales them
+    recurrent policy, before the mask. A PartsGraph takes one input per part of the observation instead of `obs`."""
     batch = torch.export.Dim("batch", min=1)
-    inputs, names, dynamic = [example], ["obs"], {"obs": {0: batch}}
+    if isinstance(graph, PartsGraph):
+        inputs = [torch.zeros((2, *part.shape), dtype=getattr(torch, PART_DTYPES[part.kind])) for part in graph.parts]
+        names = [part.name for part in graph.parts]
+    else:  # uint8 frames stay bytes: the graph scales them
+        inputs, names = [torch.zeros((2, *obs_shape), dtype=getattr(torch, obs_dtype))], ["obs"]
     if state_size:
-        inputs, names, dynamic["state"] = [*inputs, torch.zeros(2, state_size)], [*names, STATE_INPUT], {0: batch}
+        inputs, names = [*inputs, torch.zeros(2, state_size)], [*names, STATE_INPUT]
     if n_masked is not None:
         inputs, names = [*inputs, torch.ones((2, n_masked), dtype=torch.bool)], [*names, "action_mask"]
-        dynamic["mask"] = {0: batch}
+    if isinstance(graph, PartsGraph):
+        dynamic: Any = {"inputs": tuple({0: batch} for _ in inputs)}
+    else:
+        arguments = ["obs", *(["state"] if state_size else []), *(["mask"] if n_masked is not None else [])]
+        dynamic = {argument: {0: batch} for argument in arguments}  # by the graph's forward's argument names
     # The exporter narrates its passes on stdout and warns about torchvision ops no policy uses.
     registration_log = logging.getLogger("torch.onnx._internal.exporter._registration")
     level = registration_log.level
@@ -230,6 +268,10 @@ def sample_observations(
     own deterministic episodes; with their masks and memories where the env and the policy have them."""
     env = make_batched(env_id, 8, seed=int(rng.integers(2**31)), pipeline=pipeline)
     random_obs = random_observations(env.observation_space, rng, LARGE_BATCH)
+    space = env_parted_space(env_id, pipeline)
+    if space is not None:  # a Dict or Tuple: valid parts (one-hot where discrete), flattened
+        space.seed(int(rng.integers(2**31)))
+        random_obs = np.stack([gym.spaces.flatten(space, space.sample()) for _ in range(LARGE_BATCH)]).astype(np.float32)
     act = NumpyPolicy(policy)
     obs = env.reset()
     memory = np.zeros((8, act.state_size), np.float32)
@@ -340,10 +382,11 @@ def base_manifest(
     pipeline: Pipeline | None = None,
     masked: bool = False,
     memory: dict[str, Any] | None = None,
+    parts: list[ObservationPart] | None = None,
 ) -> dict[str, Any]:
     """The manifest fields every bundle has, exported or imported (parity is added once it is checked). A
     recurrent policy's `memory` (what recurrent_memory describes) adds its state input and the manifest's
-    `memory` entry."""
+    `memory` entry; a Dict or Tuple observation's `parts` one input each, described in `observation.parts`."""
     state_input = []
     if memory:
         meaning = f"the policy's memory: zeros at an episode's start, then the last step's '{STATE_OUTPUT}'"
@@ -361,9 +404,10 @@ def base_manifest(
             "dtype": obs_dtype,
             "preprocessing": f"feed {made} ({obs_dtype}), batch first",
             "pipeline": {"env_wrapper": pipeline.wrapper, "frame_stack": pipeline.frame_stack},
+            **({"parts": [part.describe() for part in parts]} if parts else {}),
         },
         "action_space": action_space_spec(action_space),
-        "inputs": [{"name": "obs", "dtype": obs_dtype, "shape": ["batch", *obs_shape], "meaning": "a batch of observations"}]
+        "inputs": observation_inputs(obs_shape, obs_dtype, parts)
         + state_input
         + (
             [{"name": "action_mask", "dtype": "bool", "shape": ["batch", action_space.n], "meaning": "the allowed actions"}]
@@ -385,6 +429,22 @@ def base_manifest(
         },
         "sha256": sha256_file(model_path),
     }
+
+
+def observation_inputs(obs_shape: tuple[int, ...], obs_dtype: str, parts: list[ObservationPart] | None) -> list[dict]:
+    """The manifest's entries of the observation's inputs: `obs`, or one per part of a Dict or Tuple observation."""
+    if not parts:
+        return [{"name": "obs", "dtype": obs_dtype, "shape": ["batch", *obs_shape], "meaning": "a batch of observations"}]
+    meaning = {"discrete": "the env's integer", "multi_discrete": "the env's integers", "multi_binary": "the env's bits"}
+    return [
+        {
+            "name": part.name,
+            "dtype": PART_DTYPES[part.kind],
+            "shape": ["batch", *part.shape],
+            "meaning": f"observation part {part.name[4:]} as the env gives it ({meaning.get(part.kind, 'its values')})",
+        }
+        for part in parts
+    ]
 
 
 def run_fields(spec: RunSpec, run_dir: Path, out_dir: Path) -> dict[str, Any]:
@@ -426,13 +486,15 @@ def write_bundle(
     discrete = isinstance(action_space, Discrete | MultiDiscrete)
     samples = sample_observations(env_id, policy, np.random.default_rng(seed), pipeline=pipeline)
     n_masked = None if samples.masks is None else action_space.n
+    parts = env_observation_parts(env_id, pipeline)
     with staged_folder(out_dir) as staging:
         model_path = staging / MODEL_FILE
         graph = policy_graph(exported_module(policy), discrete).eval()
+        graph = PartsGraph(graph, parts).eval() if parts else graph
         export_onnx(graph, obs_shape, outputs, model_path, obs_space.dtype, n_masked, state_size)
         masked = samples.masks is not None
         base = base_manifest(
-            env_id, algo, obs_shape, action_space, outputs, model_path, obs_space.dtype, pipeline, masked, memory
+            env_id, algo, obs_shape, action_space, outputs, model_path, obs_space.dtype, pipeline, masked, memory, parts
         )
         manifest = {**base, **fields}
         manifest["parity"] = check_parity(policy_graph(policy, discrete).eval(), model_path, manifest, samples)
