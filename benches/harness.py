@@ -120,3 +120,20 @@ def replace_block(path: Path, name: str, lines: list[str]) -> None:
     pattern = rf"<!-- {name}:start -->.*?<!-- {name}:end -->"
     new, count = re.subn(pattern, lambda _: block, text, flags=re.S)
     path.write_text(new if count else text.rstrip("\n") + "\n\n" + block + "\n")
+
+
+class RecurrentPredict:
+    """sb3-contrib's recurrent predict as `evaluate` calls a policy with memory: Thrust's flat memory (zeros at
+    an episode's start) as RecurrentPPO's (h, c) states and back."""
+
+    def __init__(self, model, normalize) -> None:
+        self.model, self.normalize = model, normalize
+        self.layers, _, self.hidden = model.policy.lstm_hidden_state_shape
+        self.state_size = 2 * self.layers * self.hidden
+
+    def __call__(self, obs, masks=None, state=None):
+        import numpy as np
+
+        h, c = state.reshape(len(obs), 2, self.layers, self.hidden).transpose(1, 2, 0, 3)
+        actions, (h, c) = self.model.predict(self.normalize(obs), state=(h, c), episode_start=None, deterministic=True)
+        return actions, np.stack([h, c]).transpose(2, 0, 1, 3).reshape(len(obs), self.state_size)

@@ -22,6 +22,7 @@ docs/validation.md and the headline rows into the README, between their `parity`
     python benches/parity.py --only dqn:cartpole --seeds 10
     python benches/parity.py --only dqn:cartpole --thrust-set double_dqn=True --label double   # an A/B variant
     python benches/parity.py --only ppo:HalfCheetah-v5 sac:Hopper-v5 --seeds 3    # MuJoCo rows, named only
+    python benches/parity.py --only recurrent_ppo:cartpole-novel     # against sb3-contrib's RecurrentPPO
 """
 
 from __future__ import annotations
@@ -38,7 +39,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from harness import replace_block
+from harness import RecurrentPredict, replace_block
 from validation import PAIRS, ROOT, value_format
 
 from thrust_app.runs.compare import group_stats, probability_of_improvement
@@ -48,7 +49,9 @@ MUJOCO = ("HalfCheetah-v5", "Hopper-v5", "Walker2d-v5", "Ant-v5", "Humanoid-v5")
 NAMED_ONLY = [(algo, env, None, "reported") for env in MUJOCO for algo in ("ppo", "a2c", "sac", "td3")]
 #: validation's image rows (MinAtar) are not compared yet: SB3's side would need Thrust's MinAtar pipeline
 PAIRED = [pair for pair in PAIRS if not pair[1].startswith("MinAtar/")]
-ROWS = PAIRED + NAMED_ONLY
+#: sb3-contrib's RecurrentPPO against Thrust's recurrent PPO on the zoo's memory test (Thrust on its batched twin).
+RECURRENT = [("recurrent_ppo", "cartpole-novel", 450.0, "eval >= 450 within 100k steps")]
+ROWS = PAIRED + RECURRENT + NAMED_ONLY
 #: Named presets with settings of their own (not only another evaluation interval), run with the rows above.
 PRESET_ROWS = [("dqn", "cartpole", 475.0, "annealed")]
 
@@ -114,6 +117,7 @@ SAME_NAMES = {
     "td3": (*_OFF_POLICY, "policy_delay", "target_policy_noise", "target_noise_clip"),
     "ddpg": _OFF_POLICY,
 }
+SAME_NAMES["recurrent_ppo"] = SAME_NAMES["ppo"]
 
 
 def sb3_settings(algo: str, config: dict, image: bool, action_dim: int = 1) -> tuple[dict, int, list[str]]:
@@ -122,7 +126,7 @@ def sb3_settings(algo: str, config: dict, image: bool, action_dim: int = 1) -> t
     kwargs = {key: c[key] for key in SAME_NAMES[algo]} | {"gamma": c["gamma"]}
     kwargs["learning_rate"] = schedule(c["learning_rate"], c["lr_schedule"])
     kwargs["policy_kwargs"] = policy_kwargs(algo, c, image)
-    if algo == "ppo":
+    if algo in ("ppo", "recurrent_ppo"):
         kwargs["clip_range"] = schedule(c["clip_range"], c["clip_schedule"])
         kwargs |= {"clip_range_vf": c["clip_range_vf"] or None, "target_kl": c["target_kl"] or None}
     if algo == "sac":
@@ -141,9 +145,16 @@ def policy_kwargs(algo: str, c: dict, image: bool) -> dict:
         kwargs: dict = {"features_extractor_class": thrust_cnn_extractor(), "net_arch": []}
     else:
         kwargs = {"net_arch": list(c["hidden"])}
-    if algo in ("ppo", "a2c"):
+    if algo in ("ppo", "a2c", "recurrent_ppo"):
         kwargs["activation_fn"] = {"tanh": torch.nn.Tanh, "relu": torch.nn.ReLU}[c["activation"]]
         kwargs["log_std_init"] = c["log_std_init"]
+    if algo == "recurrent_ppo":  # sb3-contrib's MlpLstmPolicy
+        kwargs |= {
+            "ortho_init": c["ortho_init"],
+            "lstm_hidden_size": c["lstm_hidden_size"],
+            "n_lstm_layers": c["n_lstm_layers"],
+        }
+        kwargs |= {"enable_critic_lstm": c["critic_rnn"] == "separate", "shared_lstm": c["critic_rnn"] == "shared"}
     if algo == "td3":
         kwargs["n_critics"] = c["n_critics"]
     return kwargs
@@ -156,6 +167,8 @@ def sb3_gaps(algo: str, c: dict) -> list[str]:
         gaps.append("double_dqn=True (SB3's DQN has no double-Q target)")
     if algo == "dqn" and c["loss"] != "huber":
         gaps.append(f"loss={c['loss']} (SB3's DQN uses the Huber loss)")
+    if algo == "recurrent_ppo" and c["rnn_type"] != "lstm":
+        gaps.append(f"rnn_type={c['rnn_type']} (sb3-contrib's RecurrentPPO has an LSTM only)")
     if algo == "ddpg" and (c["policy_delay"], c["target_noise_clip"], c["n_critics"]) != (1, 0.0, 1):
         gaps.append("policy_delay, target_noise_clip, n_critics other than DDPG's 1, 0, 1 (SB3's DDPG fixes them)")
     return gaps
@@ -226,10 +239,9 @@ def run_job(job: Job) -> dict:
 
 
 def run_thrust(job: Job, thrust_env, config, budget, eval_every, evals, _offset):
-    import torch
     from harness import stop_if_signalled
 
-    from thrust_app.algos.base import deterministic_action
+    from thrust_app.algos.base import NumpyPolicy
     from thrust_app.training.trainer import load_policy, train
 
     with tempfile.TemporaryDirectory() as tmp:
@@ -251,8 +263,7 @@ def run_thrust(job: Job, thrust_env, config, budget, eval_every, evals, _offset)
             )
         )
         _, policy = load_policy(Path(tmp) / "run")
-    act = lambda obs: deterministic_action(policy, torch.as_tensor(obs)).numpy()  # noqa: E731
-    return act, summary["timesteps"], [], sb3_env_id(thrust_env)
+    return NumpyPolicy(policy), summary["timesteps"], [], sb3_env_id(thrust_env)
 
 
 def run_sb3(job: Job, thrust_env, config, budget, eval_every, evals, offset):
@@ -283,8 +294,11 @@ def run_sb3(job: Job, thrust_env, config, budget, eval_every, evals, offset):
                 self.next_eval += eval_every
             return True
 
-    def act(obs):  # the deterministic policy on raw observations (VecNormalize's statistics as they are)
-        return model.predict(env.normalize_obs(obs) if config["normalize"] else obs, deterministic=True)[0]
+    def normalize(obs):  # raw observations as the model sees them (VecNormalize's statistics as they are)
+        return env.normalize_obs(obs) if config["normalize"] else obs
+
+    def act(obs):  # the deterministic policy; a recurrent one's carries its memory (RecurrentPredict, below)
+        return model.predict(normalize(obs), deterministic=True)[0]
 
     env = make_vec_env(env_id, n_envs=n_envs, seed=job.seed)
     if config["normalize"]:
@@ -297,7 +311,13 @@ def run_sb3(job: Job, thrust_env, config, budget, eval_every, evals, offset):
             gamma=config["gamma"],
             epsilon=config["norm_epsilon"],
         )
-    model = getattr(sb3, job.algo.upper())("MlpPolicy", env, seed=job.seed, device="cpu", verbose=0, **kwargs)
+    if job.algo == "recurrent_ppo":
+        import sb3_contrib
+
+        model = sb3_contrib.RecurrentPPO("MlpLstmPolicy", env, seed=job.seed, device="cpu", verbose=0, **kwargs)
+        act = RecurrentPredict(model, normalize)
+    else:
+        model = getattr(sb3, job.algo.upper())("MlpPolicy", env, seed=job.seed, device="cpu", verbose=0, **kwargs)
     model.set_logger(Logger(None, []))  # SB3's default logger makes a /tmp/SB3-<time> folder on every learn()
     model.learn(total_timesteps=budget, callback=Evaluations())
     return act, model.num_timesteps, gaps, env_id
@@ -435,7 +455,7 @@ def main() -> None:
     if args.thrust_set and args.label == "preset":
         parser.error("--thrust-set needs a --label naming the variant (the preset's own rows keep 'preset')")
     named = lambda algo, env: f"{algo}:{env}" in (args.only or ())  # noqa: E731
-    pairs = [(algo, env, "default") for algo, env, _, _ in PAIRED if not args.only or named(algo, env)]
+    pairs = [(algo, env, "default") for algo, env, _, _ in PAIRED + RECURRENT if not args.only or named(algo, env)]
     pairs += [(algo, env, "default") for algo, env, _, _ in NAMED_ONLY if named(algo, env)]
     pairs += [(algo, env, preset) for algo, env, _, preset in PRESET_ROWS if not args.only or named(algo, env)]
     args.results.parent.mkdir(parents=True, exist_ok=True)

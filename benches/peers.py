@@ -33,9 +33,8 @@ import time
 from pathlib import Path
 from tempfile import TemporaryDirectory
 
-import numpy as np
 import torch
-from harness import stop_if_signalled
+from harness import RecurrentPredict, stop_if_signalled
 
 from thrust_app.envs.gym_adapter import register_envs
 from thrust_app.training.evaluation import evaluate
@@ -116,21 +115,6 @@ PAIRS["recurrent_ppo"] = (
 QUICK_BUDGET = {"ppo": 16_384, "a2c": 16_000, "dqn": 8_000, "sac": 1_500, "recurrent_ppo": 8_192}
 #: Pairs whose zoo entry sets `normalize: true`: the peer trains in SB3's VecNormalize (Thrust's preset has it too).
 NORMALIZED = {"recurrent_ppo"}
-
-
-class RecurrentPredict:
-    """sb3-contrib's recurrent predict as `evaluate` calls a policy with memory: Thrust's flat memory (zeros at
-    an episode's start) as RecurrentPPO's (h, c) states and back."""
-
-    def __init__(self, model, normalize) -> None:
-        self.model, self.normalize = model, normalize
-        self.layers, _, self.hidden = model.policy.lstm_hidden_state_shape
-        self.state_size = 2 * self.layers * self.hidden
-
-    def __call__(self, obs, masks=None, state=None):
-        h, c = state.reshape(len(obs), 2, self.layers, self.hidden).transpose(1, 2, 0, 3)
-        actions, (h, c) = self.model.predict(self.normalize(obs), state=(h, c), episode_start=None, deterministic=True)
-        return actions, np.stack([h, c]).transpose(2, 0, 1, 3).reshape(len(obs), self.state_size)
 
 
 def run_thrust(algo: str, seed: int, budget: int, stop: bool, eval_every: int = EVAL_EVERY, update: str | None = None) -> dict:
