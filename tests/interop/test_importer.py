@@ -426,6 +426,30 @@ def test_recurrent_ppo_imports_and_acts_like_sb3_contrib_over_whole_episodes(env
                 break
 
 
+@pytest.mark.parametrize(
+    "env_id, algo", [("ThrustTest/Camera36-v0", "PPO"), ("ThrustTest/Camera36Last-v0", "DQN")], ids=["ppo-chw", "dqn-hwc"]
+)
+def test_a_multi_input_policy_with_an_image_imports_and_acts_like_sb3(env_id, algo, tmp_path):
+    """SB3's MultiInputPolicy (a NatureCNN per image key in its CombinedExtractor; a channels-last image turned
+    first by its VecTransposeImage) as Thrust's CombinedEncoder: the bundle takes the image as the env gives it,
+    uint8, and picks SB3's actions along a played episode."""
+    import gymnasium as gym
+
+    kwargs = dict(n_steps=64, batch_size=64) if algo == "PPO" else dict(learning_starts=32, buffer_size=500)
+    model = learned(getattr(sb3, algo)("MultiInputPolicy", env_id, seed=0, **kwargs), 128)
+    model.save(tmp_path / "multi")
+    assert main(["import", str(tmp_path / "multi.zip"), "--env", env_id, "--out", str(tmp_path / "bundle")]) == 0
+    bundle = load_bundle(tmp_path / "bundle")
+    assert [i["dtype"] for i in bundle.manifest["inputs"]] == ["uint8", "float32"]
+    assert "actions equal SB3's predict" in bundle.manifest["parity"]["stable_baselines3"]
+    env, runner = gym.make(env_id), OnnxPolicy(bundle)
+    obs, _ = env.reset(seed=1)
+    for _ in range(30):
+        theirs = model.predict(obs, deterministic=True)[0]
+        assert runner.act(gym.spaces.flatten(env.observation_space, obs)[None].astype(np.float32))[0] == theirs
+        obs, *_ = env.step(int(theirs))
+
+
 def test_a_multidiscrete_action_model_imports_and_acts_like_sb3(tmp_path, capsys):
     """SB3's MultiCategorical (one argmax per component of the action net's logits) as the bundle's int32 actions;
     a MultiBinary model (SB3's Bernoulli) is refused in one line."""

@@ -32,12 +32,15 @@ def get_algo(name: str) -> type[Algorithm]:
 def build_algorithm(algo: str, env_id: str, config: dict[str, Any], device: torch.device, seed: int = 0) -> Algorithm:
     """The algorithm `algo` for `env_id`'s spaces (inside the observation pipeline `config` names) with `config`
     (a run's saved config, checked again), on `device`."""
-    from ..envs.pipeline import Pipeline
+    from ..envs.pipeline import Pipeline, env_observation_parts
 
     algo_cls = get_algo(algo)
     checked = apply_overrides(algo_cls.Config(), config, algo_cls.name)
-    obs_space, action_space = env_spaces(env_id, Pipeline.of(checked))
-    return algo_cls(obs_space.shape, action_space, checked, device, seed, obs_space.dtype)
+    pipeline = Pipeline.of(checked)
+    obs_space, action_space = env_spaces(env_id, pipeline)
+    parts = env_observation_parts(env_id, pipeline) if obs_space.shape and len(obs_space.shape) == 1 else None
+    images = parts if parts and any(part.is_image for part in parts) else None  # vectors alone: one flat MLP input
+    return algo_cls(obs_space.shape, action_space, checked, device, seed, obs_space.dtype, images)
 
 
 __all__ = [

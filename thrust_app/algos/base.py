@@ -56,9 +56,12 @@ class Algorithm(ABC):
         device: torch.device,
         seed: int,
         obs_dtype: str = "float32",
+        obs_parts: tuple | None = None,
     ) -> None:
         self.check_fits(action_space, "this env")
         self.obs_shape = obs_shape
+        #: A Dict observation with images: its parts (envs/pipeline.py), which the nets read out of the flat vector.
+        self.obs_parts = obs_parts
         #: The observations' dtype ("uint8" frames are stored as bytes and scaled inside the CNN).
         self.obs_dtype = obs_dtype
         self.action_space = action_space

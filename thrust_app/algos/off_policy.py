@@ -65,8 +65,8 @@ class OffPolicyAlgorithm(Algorithm):
 
     config: OffPolicyConfig
 
-    def __init__(self, obs_shape, action_space, config: OffPolicyConfig, device, seed, obs_dtype="float32") -> None:
-        super().__init__(obs_shape, action_space, config, device, seed, obs_dtype)
+    def __init__(self, obs_shape, action_space, config: OffPolicyConfig, device, seed, obs_dtype="float32", obs_parts=None):
+        super().__init__(obs_shape, action_space, config, device, seed, obs_dtype, obs_parts)
         continuous = isinstance(action_space, Box)
         action_shape, action_dtype = (action_space.shape, torch.float32) if continuous else ((), torch.int64)
         obs_torch_dtype = getattr(torch, obs_dtype)

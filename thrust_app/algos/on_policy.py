@@ -63,15 +63,17 @@ class OnPolicyAlgorithm(Algorithm):
     uses_masks = True
     supports = (Discrete, Box, MultiDiscrete)
 
-    def __init__(self, obs_shape, action_space, config: OnPolicyConfig, device, seed, obs_dtype="float32") -> None:
-        super().__init__(obs_shape, action_space, config, device, seed, obs_dtype)
+    def __init__(self, obs_shape, action_space, config: OnPolicyConfig, device, seed, obs_dtype="float32", obs_parts=None):
+        super().__init__(obs_shape, action_space, config, device, seed, obs_dtype, obs_parts)
         self.net = self.make_net().to(device)
         self.optimizer = self.make_optimizer()
 
     def make_net(self) -> ActorCritic:
         """The actor-critic this algorithm trains (recurrent PPO builds one with memory)."""
         config = self.config
-        return ActorCritic(self.obs_shape, self.action_space, config.hidden, config.activation, config.log_std_init)
+        return ActorCritic(
+            self.obs_shape, self.action_space, config.hidden, config.activation, config.log_std_init, self.obs_parts
+        )
 
     @abstractmethod
     def make_optimizer(self) -> torch.optim.Optimizer:

@@ -124,6 +124,7 @@ class RecurrentPPO(PPO):
             rnn_layers=config.n_lstm_layers,
             critic_rnn=config.critic_rnn,
             ortho_init=config.ortho_init,
+            parts=self.obs_parts,
         )
 
     def collect(self, env, env_io, obs) -> tuple[Rollout, torch.Tensor]:

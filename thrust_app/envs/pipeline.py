@@ -90,17 +90,18 @@ FLATTENED_SPACES = (gym.spaces.Discrete, gym.spaces.MultiDiscrete, gym.spaces.Mu
 
 def flattened(env: Any) -> Any:
     """`env` with its observations one flat vector where its space is one of FLATTENED_SPACES; as it is
-    otherwise (a Box; any other space is refused later, naming it). An image inside a Dict or Tuple is refused
-    here: flattening it would lose what a CNN reads."""
+    otherwise (a Box; any other space is refused later, naming it). An image inside a Dict or Tuple is flattened
+    too: the nets read it back out of the vector (`observation_parts`, nets' CombinedEncoder); a Box part of 2
+    or more than 3 dimensions is refused here (neither a vector nor an image a CNN reads)."""
     space = env.observation_space
     if not isinstance(space, FLATTENED_SPACES):
         return env
     for path, part in _leaves(space):
-        if isinstance(part, gym.spaces.Box) and len(part.shape) >= 2:
+        if isinstance(part, gym.spaces.Box) and len(part.shape) not in (0, 1, 3):
             raise ValueError(
-                f"{env.spec.id if env.spec else type(env.unwrapped).__name__}: observation part {path or 'item'} is an "
-                f"image {part.shape}; Thrust flattens Dict and Tuple observations of vectors, images inside them are "
-                "not supported yet"
+                f"{env.spec.id if env.spec else type(env.unwrapped).__name__}: observation part {path or 'item'} has "
+                f"shape {part.shape}; Thrust reads vectors and images (3 dimensions, channels first or last) in a Dict "
+                "or Tuple: reshape it in a wrapper"
             )
         if not isinstance(part, (gym.spaces.Box, *FLATTENED_SPACES)):
             return env  # a Sequence, Graph or Text part: left to the one-line refusal that names the space
@@ -116,14 +117,26 @@ class ObservationPart(NamedTuple):
     shape: tuple[int, ...]  #: the part as the env gives it (a Discrete's is ())
     nvec: tuple[int, ...]  #: the choices of a discrete part, per component (Discrete: (n,)); () for a Box
     size: int  #: its length in the flat vector
+    dtype: str = "float32"  #: a Box part's dtype as the env gives it ("uint8" for byte images)
+
+    @property
+    def is_image(self) -> bool:
+        """A Box of 3 dimensions: an image, C x H x W, or H x W x C (SB3: the smallest dimension is the channels)."""
+        return self.kind == "box" and len(self.shape) == 3
+
+    @property
+    def channels_last(self) -> bool:
+        return self.is_image and min(self.shape) == self.shape[-1] < self.shape[0]
 
     def describe(self) -> dict[str, Any]:
         """The manifest's entry (observation.parts)."""
-        return {"name": self.name, "kind": self.kind, "shape": list(self.shape), "nvec": list(self.nvec), "size": self.size}
+        shape, nvec = list(self.shape), list(self.nvec)
+        return {"name": self.name, "kind": self.kind, "shape": shape, "nvec": nvec, "size": self.size, "dtype": self.dtype}
 
     @classmethod
     def of(cls, entry: dict[str, Any]) -> ObservationPart:
-        return cls(entry["name"], entry["kind"], tuple(entry["shape"]), tuple(entry["nvec"]), int(entry["size"]))
+        shape, nvec = tuple(entry["shape"]), tuple(entry["nvec"])
+        return cls(entry["name"], entry["kind"], shape, nvec, int(entry["size"]), entry.get("dtype", "float32"))
 
 
 def parted_space(env: Any) -> gym.spaces.Dict | gym.spaces.Tuple | None:
@@ -173,9 +186,11 @@ def observation_parts(env: Any) -> list[ObservationPart] | None:
         elif isinstance(part, gym.spaces.MultiDiscrete):
             nvec = tuple(int(n) for n in part.nvec.ravel())
             parts.append(ObservationPart(name, "multi_discrete", tuple(part.shape), nvec, sum(nvec)))
-        else:  # a Box or MultiBinary as it is
-            kind = "multi_binary" if isinstance(part, gym.spaces.MultiBinary) else "box"
-            parts.append(ObservationPart(name, kind, tuple(part.shape), (), int(np.prod(part.shape))))
+        elif isinstance(part, gym.spaces.MultiBinary):
+            parts.append(ObservationPart(name, "multi_binary", tuple(part.shape), (), int(np.prod(part.shape))))
+        else:  # a Box as it is (bytes stay bytes at the bundle's input)
+            dtype = "uint8" if part.dtype == np.uint8 else "float32"
+            parts.append(ObservationPart(name, "box", tuple(part.shape), (), int(np.prod(part.shape)), dtype))
     return parts
 
 

@@ -1,7 +1,8 @@
 """Small tasks with known answers, for the test suite, the validation and examples (SB3's identity envs,
 sb3-contrib's InvalidActionEnv): action masks (`ThrustTest/MaskedChoice-v0` offers them by method,
 `ThrustTest/InfoMaskedChoice-v0` in info), masks and memory together (`ThrustTest/MaskedRecall-v0`), MultiDiscrete
-and MultiBinary actions (`ThrustTest/Dials-v0`, `ThrustTest/BinaryDials-v0`). Registered with gymnasium on
+and MultiBinary actions (`ThrustTest/Dials-v0`, `ThrustTest/BinaryDials-v0`), a Dict observation with an image
+(`ThrustTest/Camera-v0`, channels last: `ThrustTest/CameraLast-v0`). Registered with gymnasium on
 import (Thrust's `make_env` imports this module).
 """
 
@@ -113,3 +114,42 @@ class Dials(gym.Env):
 
 gym.register("ThrustTest/Dials-v0", entry_point=Dials)
 gym.register("ThrustTest/BinaryDials-v0", entry_point=Dials, kwargs={"binary": True})
+
+
+class Camera(gym.Env):
+    """A Dict observation with an image: `camera` (3 x 10 x 10 bytes, or 10 x 10 x 3 with `channels_last`) lights
+    the left or the right half, `noise` (2 floats) says nothing; pressing the lit side scores 1, 10 steps. Random
+    play scores about 5, a policy that reads the image 10."""
+
+    def __init__(self, channels_last: bool = False, size: int = 10) -> None:
+        self.channels_last, self.size = channels_last, size
+        shape = (size, size, 3) if channels_last else (3, size, size)
+        self.observation_space = gym.spaces.Dict(
+            {"camera": gym.spaces.Box(0, 255, shape, np.uint8), "noise": gym.spaces.Box(-1.0, 1.0, (2,), np.float32)}
+        )
+        self.action_space = gym.spaces.Discrete(2)
+
+    def _observe(self) -> dict:
+        self.side = int(self.np_random.integers(2))
+        image = np.zeros((3, self.size, self.size), np.uint8)
+        half = self.size // 2
+        image[:, :, self.side * half : (self.side + 1) * half] = self.np_random.integers(128, 256, dtype=np.uint8)
+        image = image.transpose(1, 2, 0) if self.channels_last else image
+        return {"camera": image, "noise": self.np_random.uniform(-1, 1, 2).astype(np.float32)}
+
+    def reset(self, *, seed=None, options=None):
+        super().reset(seed=seed)
+        self.t = 0
+        return self._observe(), {}
+
+    def step(self, action):
+        reward = float(action == self.side)
+        self.t += 1
+        return self._observe(), reward, False, self.t >= TURNS, {}
+
+
+gym.register("ThrustTest/Camera-v0", entry_point=Camera)
+gym.register("ThrustTest/CameraLast-v0", entry_point=Camera, kwargs={"channels_last": True})
+# frames of 36 x 36 and more get SB3's NatureCNN (what an SB3 MultiInputPolicy has per image key)
+gym.register("ThrustTest/Camera36-v0", entry_point=Camera, kwargs={"size": 36})
+gym.register("ThrustTest/Camera36Last-v0", entry_point=Camera, kwargs={"size": 36, "channels_last": True})

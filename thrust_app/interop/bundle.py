@@ -189,8 +189,9 @@ class OnnxPolicy:
                 f"{bundle.env_id} gives {obs_shape}: the model does not fit the env"
             )
         self.output_names = [o.name for o in self.session.get_outputs()]
-        #: The input's dtype: float32, or uint8 for byte frames (scaled inside the graph).
-        self.obs_dtype = np.uint8 if inputs[0].type == "tensor(uint8)" else np.float32
+        #: The observations' dtype: float32, or uint8 for byte frames (scaled inside the graph); a Dict's flat vector
+        #: is float32 whatever its parts' dtypes.
+        self.obs_dtype = np.uint8 if inputs[0].type == "tensor(uint8)" and not self.parts else np.float32
 
     def run(self, obs: np.ndarray, masks: np.ndarray | None = None, state: np.ndarray | None = None) -> dict[str, np.ndarray]:
         """The graph's outputs for a batch of observations (and, for a masked policy, their action masks:
@@ -231,7 +232,8 @@ def split_parts(flat: np.ndarray, parts: list[Any]) -> list[np.ndarray]:
         stretch = flat[:, start : start + part.size]
         start += part.size
         if part.kind in ("box", "multi_binary"):
-            values.append(np.ascontiguousarray(stretch.reshape(len(flat), *part.shape), dtype=np.float32))
+            dtype = np.uint8 if part.dtype == "uint8" else np.float32  # byte images as the env gives them
+            values.append(np.ascontiguousarray(stretch.reshape(len(flat), *part.shape), dtype=dtype))
             continue
         hots = np.split(stretch, np.cumsum(part.nvec)[:-1], axis=1)
         values.append(np.stack([hot.argmax(1) for hot in hots], 1).reshape(len(flat), *part.shape).astype(np.int64))

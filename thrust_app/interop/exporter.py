@@ -118,8 +118,12 @@ class PartsGraph(nn.Module):
         return self.policy_graph(flat, *inputs[count:])
 
 
-#: The dtype a part's input takes: the env's integers for discrete parts, float32 otherwise.
-PART_DTYPES = {"box": "float32", "multi_binary": "float32", "discrete": "int64", "multi_discrete": "int64"}
+#: The dtype a part's input takes: the env's integers for discrete parts, float32 for bits; a Box its own.
+PART_DTYPES = {"multi_binary": "float32", "discrete": "int64", "multi_discrete": "int64"}
+
+
+def part_dtype(part: ObservationPart) -> str:
+    return PART_DTYPES.get(part.kind, part.dtype)
 
 
 def policy_graph(policy: nn.Module, discrete: bool) -> PolicyGraph:
@@ -136,7 +140,7 @@ def exported_module(policy: nn.Module) -> nn.Module:
     (a plain MLP, no value tower); every other policy as it is. Parity is checked against `policy` itself."""
     if isinstance(policy, NormalizedPolicy):  # the normalisation stays in front, in the graph
         return NormalizedPolicy(exported_module(policy.policy), policy.normalizer)
-    if isinstance(policy, ActorCritic) and not policy.uses_cnn and not policy.nvec:
+    if isinstance(policy, ActorCritic) and not policy.uses_cnn and not policy.nvec and policy.combined is None:
         return policy.policy_mlp()
     return policy
 
@@ -204,7 +208,7 @@ def export_onnx(
     recurrent policy, before the mask. A PartsGraph takes one input per part of the observation instead of `obs`."""
     batch = torch.export.Dim("batch", min=1)
     if isinstance(graph, PartsGraph):
-        inputs = [torch.zeros((2, *part.shape), dtype=getattr(torch, PART_DTYPES[part.kind])) for part in graph.parts]
+        inputs = [torch.zeros((2, *part.shape), dtype=getattr(torch, part_dtype(part))) for part in graph.parts]
         names = [part.name for part in graph.parts]
     else:  # uint8 frames stay bytes: the graph scales them
         inputs, names = [torch.zeros((2, *obs_shape), dtype=getattr(torch, obs_dtype))], ["obs"]
@@ -439,7 +443,7 @@ def observation_inputs(obs_shape: tuple[int, ...], obs_dtype: str, parts: list[O
     return [
         {
             "name": part.name,
-            "dtype": PART_DTYPES[part.kind],
+            "dtype": part_dtype(part),
             "shape": ["batch", *part.shape],
             "meaning": f"observation part {part.name[4:]} as the env gives it ({meaning.get(part.kind, 'its values')})",
         }

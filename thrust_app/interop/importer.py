@@ -24,7 +24,7 @@ import torch
 
 from ..envs import GYMNASIUM_TWINS, env_spaces
 from ..envs.core import Discrete, MultiDiscrete
-from ..envs.pipeline import Pipeline, is_atari
+from ..envs.pipeline import Pipeline, env_observation_parts, is_atari
 from ..runs.staging import staged_folder
 from ..training.run_spec import resolve_env_name
 from .bundle import MANIFEST_FILE, MODEL_FILE, Bundle, BundleError, OnnxPolicy, export_dir, load_bundle
@@ -106,7 +106,8 @@ def import_sb3(
             f"{vec_normalize} normalises observations of shape {tuple(normalizer.mean.shape)}, but {env_id}'s are "
             f"{tuple(obs_space.shape)}: statistics from another env?"
         )
-    policy = rebuild_policy(model, action_space, normalizer, tuple(obs_space.shape)).eval()
+    parts = env_observation_parts(env_id, pipeline)
+    policy = rebuild_policy(model, action_space, normalizer, tuple(obs_space.shape), parts).eval()
     discrete = isinstance(action_space, Discrete | MultiDiscrete)
     out_dir = Path(out) if out is not None else Path(export_root or export_dir()) / source.stem
     fields = {

@@ -32,8 +32,9 @@ import torch
 from torch import nn
 
 from ..envs.core import Box, Discrete, MultiDiscrete
+from ..envs.pipeline import parted_space
 from ..nets.obs_normalizer import NormalizedPolicy, ObsNormalizer
-from ..nets.policies import NatureCNN, masked
+from ..nets.policies import CombinedEncoder, NatureCNN, masked
 from ..nets.recurrent import RecurrentActorCritic
 from .manifest import BundleError
 from .safe_pickle import UnsafePickleError, safe_load
@@ -70,6 +71,12 @@ SB3_CNN_POLICY_CLASSES = {
     "a2c": "stable_baselines3.common.policies.ActorCriticCnnPolicy",
     "dqn": "stable_baselines3.dqn.policies.CnnPolicy",
     "recurrent_ppo": f"{RECURRENT_POLICIES}.RecurrentActorCriticCnnPolicy",
+}
+#: SB3's policy class for a Dict observation with images (CombinedExtractor), per algorithm.
+SB3_MULTI_INPUT_POLICY_CLASSES = {
+    "ppo": "stable_baselines3.common.policies.MultiInputActorCriticPolicy",
+    "a2c": "stable_baselines3.common.policies.MultiInputActorCriticPolicy",
+    "dqn": "stable_baselines3.dqn.policies.MultiInputPolicy",
 }
 SB3_POLICY_CLASSES = {
     "ppo": "stable_baselines3.common.policies.ActorCriticPolicy",
@@ -125,7 +132,16 @@ class SB3Model:
     @property
     def uses_cnn(self) -> bool:
         """True for a CnnPolicy model (SB3's NatureCNN: `...features_extractor.cnn.*` weights)."""
-        return any(".cnn." in key or key.startswith("cnn.") for key in self.weights)
+        return any((".cnn." in key or key.startswith("cnn.")) and not self.is_extractor(key) for key in self.weights)
+
+    @property
+    def multi_input_images(self) -> bool:
+        """True for a MultiInputPolicy model with an image key (a NatureCNN per image in its CombinedExtractor)."""
+        return any(self.is_extractor(key) and ".cnn." in key for key in self.weights)
+
+    @staticmethod
+    def is_extractor(key: str) -> bool:
+        return ".extractors." in key
 
     def space_field(self, space: str, field: str) -> str | None:
         entry = self.data.get(space)
@@ -249,8 +265,8 @@ def _refuse_unsupported(model: SB3Model) -> None:
             f"{where} observes a {kind or 'unknown'} space; Thrust imports models of Box, Discrete, MultiDiscrete, "
             "MultiBinary and Dict (of vectors) observations: not supported"
         )
-    if any(".extractors." in key and ".cnn." in key for key in model.weights):
-        raise SB3FormatError(f"{where} observes a Dict with an image key (a NatureCNN per image): not supported")
+    if model.multi_input_images and model.algo not in ("ppo", "a2c", "dqn"):
+        raise SB3FormatError(f"{where}: a {model.algo} MultiInputPolicy with an image key; Thrust imports PPO, A2C, DQN ones")
     if model.uses_cnn and model.algo not in SB3_CNN_POLICY_CLASSES:
         raise SB3FormatError(f"{where} is a {model.algo} CnnPolicy model; Thrust imports CnnPolicy models of PPO, A2C and DQN")
     if model.policy_kwargs.get("features_extractor_class") is not None:
@@ -262,6 +278,8 @@ def _refuse_unsupported(model: SB3Model) -> None:
 
 def check_spaces(model: SB3Model, obs_space: Box, action_space: Box | Discrete, env_id: str) -> None:
     """The model was trained on spaces like the env's, or one line saying how they differ."""
+    if model.multi_input_images:  # CNNs per image key: rebuilding them on the env's parts checks every shape
+        return _check_action_space(model, action_space, env_id)
     if model.observation_kind != "Box":  # one-hot and concatenated by SB3 as by Thrust: the first layer's width
         width = next(w.shape[1] for key, w in model.weights.items() if key in FIRST_LAYERS)
         if width != math.prod(obs_space.shape):
@@ -340,42 +358,73 @@ class ImportedPolicy(nn.Module):
         return self.act(obs, mask)
 
 
-def _nature_cnn(weights: dict[str, torch.Tensor], prefix: str, obs_shape: tuple[int, ...]) -> NatureCNN:
-    """SB3's NatureCNN weights under `prefix` in Thrust's NatureCNN (the same layers: `cnn` -> `convs`)."""
-    encoder = NatureCNN(obs_shape, features=weights[f"{prefix}.linear.0.weight"].shape[0])
+def _nature_cnn_state(weights: dict[str, torch.Tensor], prefix: str) -> dict[str, torch.Tensor]:
+    """SB3's NatureCNN weights under `prefix` under the names of Thrust's NatureCNN (`cnn` -> `convs`)."""
     state = {}
     for key, value in weights.items():
         if key.startswith(f"{prefix}.cnn."):
             state["convs." + key.removeprefix(f"{prefix}.cnn.")] = value
         elif key.startswith(f"{prefix}.linear."):
             state["linear." + key.removeprefix(f"{prefix}.linear.")] = value
-    encoder.load_state_dict(state)
+    return state
+
+
+def _nature_cnn(weights: dict[str, torch.Tensor], prefix: str, obs_shape: tuple[int, ...]) -> NatureCNN:
+    """SB3's NatureCNN under `prefix` as Thrust's NatureCNN (the same layers)."""
+    encoder = NatureCNN(obs_shape, features=weights[f"{prefix}.linear.0.weight"].shape[0])
+    encoder.load_state_dict(_nature_cnn_state(weights, prefix))
     return encoder
 
 
-def _features(model: SB3Model, prefix: str, obs_shape: tuple[int, ...]) -> nn.Module:
-    """What comes before the MLP: SB3's NatureCNN (CnnPolicy; bytes scaled inside), else flattening."""
+def _combined(weights: dict[str, torch.Tensor], prefix: str, parts: list) -> CombinedEncoder:
+    """SB3's CombinedExtractor under `prefix` as Thrust's CombinedEncoder over the env's parts: the NatureCNN of
+    each image key (keys in sorted order on both sides), every other key as it is."""
+    images = [part for part in parts if part.is_image]
+    if not images:
+        raise SB3FormatError("the model reads a Dict with an image key (a NatureCNN each); the env has no image: another env?")
+    encoder = CombinedEncoder(parts)
+    for part, cnn in zip(images, encoder.cnns, strict=True):
+        extractor = f"{prefix}.extractors.{part.name.removeprefix('obs.')}"
+        if f"{extractor}.linear.0.weight" not in weights:
+            raise SB3FormatError(f"the model has no NatureCNN for the env's image key {part.name[4:]!r}: another env?")
+        try:
+            cnn.load_state_dict(_nature_cnn_state(weights, extractor))
+        except RuntimeError:
+            raise SB3FormatError(f"the model's NatureCNN for {part.name[4:]!r} does not fit the env's image") from None
+    return encoder
+
+
+def _features(model: SB3Model, prefix: str, obs_shape: tuple[int, ...], parts: list | None = None) -> nn.Module:
+    """What comes before the MLP: SB3's NatureCNN (CnnPolicy; bytes scaled inside), its CombinedExtractor with a
+    NatureCNN per image key (MultiInputPolicy), else flattening."""
+    if model.multi_input_images:
+        return _combined(model.weights, prefix, parts or [])
     return _nature_cnn(model.weights, prefix, obs_shape) if model.uses_cnn else nn.Flatten()
 
 
 def rebuild_policy(
-    model: SB3Model, action_space: Box | Discrete, normalizer: ObsNormalizer | None, obs_shape: tuple[int, ...] = ()
+    model: SB3Model,
+    action_space: Box | Discrete,
+    normalizer: ObsNormalizer | None,
+    obs_shape: tuple[int, ...] = (),
+    parts: list | None = None,
 ) -> ImportedPolicy:
     """The deterministic policy of `model` as a torch module, from its weights alone (`obs_shape`: the
-    observations', which a CnnPolicy's encoder is built for)."""
+    observations', which a CnnPolicy's encoder is built for; `parts`: a Dict observation's, envs/pipeline.py)."""
     if model.algo == "recurrent_ppo":
         return rebuild_recurrent(model, action_space, normalizer, obs_shape)
     weights, activation = model.weights, ACTIVATIONS[model.activation]
     if model.algo in ("ppo", "a2c"):
         shared = "pi_features_extractor" if "pi_features_extractor.cnn.0.weight" in weights else "features_extractor"
         body = nn.Sequential(
-            _features(model, shared, obs_shape), _mlp(weights, "mlp_extractor.policy_net", activation, last_activation=True)
+            _features(model, shared, obs_shape, parts),
+            _mlp(weights, "mlp_extractor.policy_net", activation, last_activation=True),
         )
         post = "argmax" if isinstance(action_space, Discrete | MultiDiscrete) else "clip"
         return ImportedPolicy(body, _linear(weights, "action_net"), post, action_space, normalizer)
     if model.algo == "dqn":
         body = nn.Sequential(
-            _features(model, "q_net.features_extractor", obs_shape), _mlp(weights, "q_net.q_net", activation, False)
+            _features(model, "q_net.features_extractor", obs_shape, parts), _mlp(weights, "q_net.q_net", activation, False)
         )
         return ImportedPolicy(body, nn.Identity(), "argmax", action_space, normalizer)
     if model.algo == "sac":
@@ -463,6 +512,31 @@ def read_vec_normalize(path: str | Path, trust_pickle: bool) -> ObsNormalizer | 
     return ObsNormalizer(rms.mean, rms.var, float(getattr(stats, "epsilon", 1e-8)), float(getattr(stats, "clip_obs", 10.0)))
 
 
+def channels_first(space: Any) -> Any:
+    """A Dict space with its channels-last images turned channels first, as SB3's VecTransposeImage gives them to
+    the policy it trains."""
+    import gymnasium as gym
+
+    def turned(part: Any) -> Any:
+        if isinstance(part, gym.spaces.Box) and len(part.shape) == 3 and min(part.shape) == part.shape[-1] < part.shape[0]:
+            return gym.spaces.Box(part.low.transpose(2, 0, 1), part.high.transpose(2, 0, 1), dtype=part.dtype)
+        return part
+
+    return gym.spaces.Dict({key: turned(part) for key, part in space.spaces.items()})
+
+
+def as_sb3_dict(space: Any, flat: np.ndarray) -> dict[str, np.ndarray]:
+    """Flat observations (gymnasium's flatten of `space`) as the batch of Dicts SB3's MultiInputPolicy reads."""
+    import gymnasium as gym
+
+    rows = [gym.spaces.unflatten(space, row) for row in flat]
+    batch = {key: np.stack([row[key] for row in rows]) for key in space.spaces}
+    turned = channels_first(space)
+    return {
+        key: value if turned[key].shape == space[key].shape else value.transpose(0, 3, 1, 2) for key, value in batch.items()
+    }
+
+
 def sb3_reference(model: SB3Model, env_id: str, normalizer: ObsNormalizer | None, pipeline: Any = None):
     """SB3's own `predict(obs, deterministic=True)` for the model, built from its class, the spaces of the env
     (inside `pipeline`) and the weights (no pickle); None when stable-baselines3 is not installed."""
@@ -475,6 +549,7 @@ def sb3_reference(model: SB3Model, env_id: str, normalizer: ObsNormalizer | None
     from ..envs import make_env
 
     classes = SB3_CNN_POLICY_CLASSES if model.uses_cnn else SB3_POLICY_CLASSES
+    classes = SB3_MULTI_INPUT_POLICY_CLASSES if model.multi_input_images else classes
     module_name, class_name = classes[model.algo].rsplit(".", 1)
     if model.algo == "recurrent_ppo" or model.maskable:
         try:
@@ -489,8 +564,10 @@ def sb3_reference(model: SB3Model, env_id: str, normalizer: ObsNormalizer | None
     }
     kwargs["activation_fn"] = ACTIVATIONS[model.activation]
     env = make_env(env_id, pipeline)
+    dict_space = parted_space(env) if model.multi_input_images else None
+    space = channels_first(dict_space) if dict_space is not None else env.observation_space
     try:
-        policy = policy_class(env.observation_space, env.action_space, lambda _: 0.0, **kwargs)
+        policy = policy_class(space, env.action_space, lambda _: 0.0, **kwargs)
     finally:
         env.close()
     try:
@@ -504,6 +581,8 @@ def sb3_reference(model: SB3Model, env_id: str, normalizer: ObsNormalizer | None
         if normalizer is not None:
             with torch.no_grad():
                 obs = normalizer(torch.as_tensor(obs)).numpy()
+        if dict_space is not None:  # the flat vector as the Dict SB3 reads, its images channels first
+            obs = as_sb3_dict(dict_space, obs)
         if model.maskable:
             return policy.predict(obs, deterministic=True, action_masks=masks)[0]
         if model.algo == "recurrent_ppo":  # Thrust's flat memory (N, (h, c) x layers x hidden) as sb3-contrib's (h, c)

@@ -104,11 +104,50 @@ class CNNEncoder(nn.Module):
 NATURE_CNN_MIN_SIZE = 36
 
 
-def image_encoder(obs_shape: Sequence[int]) -> nn.Module:
-    """NatureCNN for frames (Atari's), the small CNN for boards (Snake's, MinAtar's)."""
+def image_encoder(obs_shape: Sequence[int], features: int = 512) -> nn.Module:
+    """NatureCNN for frames (Atari's; `features` wide), the small CNN for boards (Snake's, MinAtar's)."""
     if min(obs_shape[1:]) >= NATURE_CNN_MIN_SIZE:
-        return NatureCNN(obs_shape)
+        return NatureCNN(obs_shape, features)
     return CNNEncoder(obs_shape)
+
+
+#: The features each image of a Dict observation gives (SB3's CombinedExtractor: cnn_output_dim=256).
+PART_CNN_FEATURES = 256
+
+
+class CombinedEncoder(nn.Module):
+    """SB3's CombinedExtractor over a Dict or Tuple observation held as one flat vector (`parts`:
+    envs/pipeline.py's ObservationPart, in gymnasium's flatten order): each image part through a CNN of its own
+    (NatureCNN with 256 features from 36 x 36 up, the small CNN below; channels-last images turned channels
+    first, bytes scaled to [0, 1]), every other part as it is (one-hot already), all concatenated."""
+
+    def __init__(self, parts: Sequence) -> None:
+        super().__init__()
+        self.parts = tuple(parts)
+        self.cnns = nn.ModuleList(
+            image_encoder(self.channels_first(part.shape, part.channels_last), PART_CNN_FEATURES)
+            for part in self.parts
+            if part.is_image
+        )
+        cnn_width = sum(cnn.out_dim for cnn in self.cnns)
+        self.out_dim = cnn_width + sum(part.size for part in self.parts if not part.is_image)
+
+    @staticmethod
+    def channels_first(shape: Sequence[int], channels_last: bool) -> tuple[int, ...]:
+        return (shape[2], shape[0], shape[1]) if channels_last else tuple(shape)
+
+    def forward(self, flat: torch.Tensor) -> torch.Tensor:
+        features, start, cnns = [], 0, iter(self.cnns)
+        for part in self.parts:
+            stretch = flat[:, start : start + part.size]
+            start += part.size
+            if not part.is_image:
+                features.append(stretch)
+                continue
+            image = stretch.reshape(-1, *part.shape)  # -1, not len(): the batch stays symbolic in an export
+            image = image.permute(0, 3, 1, 2) if part.channels_last else image
+            features.append(next(cnns)(image / 255.0 if part.dtype == "uint8" else image))
+        return torch.cat(features, -1)
 
 
 def gumbel_max(logits: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -129,7 +168,24 @@ class MLPEncoder(nn.Module):
         return self.net(obs)
 
 
-def make_encoder(obs_shape: Sequence[int], hidden: Sequence[int], activation: str) -> nn.Module:
+class MultiInputEncoder(nn.Module):
+    """A Dict observation with images: the CombinedEncoder, then an MLP of `hidden` (SB3's MultiInputPolicy)."""
+
+    def __init__(self, parts: Sequence, hidden: Sequence[int], activation: str) -> None:
+        super().__init__()
+        self.combined = CombinedEncoder(parts)
+        self.mlp = mlp([self.combined.out_dim, *hidden], activation)
+        self.out_dim = hidden[-1] if hidden else self.combined.out_dim
+
+    def forward(self, obs: torch.Tensor) -> torch.Tensor:
+        return self.mlp(self.combined(obs))
+
+
+def make_encoder(obs_shape: Sequence[int], hidden: Sequence[int], activation: str, parts: Sequence | None = None) -> nn.Module:
+    """A CNN for an image, an MLP for a vector; for a Dict observation with images (`parts`), CNNs per image and
+    the MLP after them."""
+    if parts:
+        return MultiInputEncoder(parts, hidden, activation)
     return image_encoder(obs_shape) if is_image(obs_shape) else MLPEncoder(obs_shape, hidden, activation)
 
 
@@ -319,16 +375,20 @@ class ActorCritic(ActionHead, FlatParameters):
         hidden: Sequence[int] = (64, 64),
         activation: str = "tanh",
         log_std_init: float = 0.0,
+        parts: Sequence | None = None,
     ) -> None:
         super().__init__()
         n_out = self.init_action_space(action_space)
         self.uses_cnn = is_image(obs_shape)
         self.activation = activation
+        #: a Dict observation with images: CNNs per image before the towers (SB3's MultiInputPolicy)
+        self.combined = CombinedEncoder(parts) if parts else None
         if self.uses_cnn:
             self.encoder = image_encoder(obs_shape)
             features = self.encoder.out_dim
         else:
-            self.towers = TwinTowers(math.prod(obs_shape), hidden, activation)
+            width = self.combined.out_dim if self.combined else math.prod(obs_shape)
+            self.towers = TwinTowers(width, hidden, activation)
             features = self.towers.out_dim
         self.pi_head = nn.Linear(features, n_out)
         self.vf_head = nn.Linear(features, 1)
@@ -345,7 +405,13 @@ class ActorCritic(ActionHead, FlatParameters):
         if self.uses_cnn:
             shared = self.encoder(obs)
             return shared, shared
-        return self.towers(obs)
+        return self.towers(self.combined(obs) if self.combined else obs)
+
+    def tower(self, obs: torch.Tensor, index: int) -> torch.Tensor:
+        """One side's features: 0 the policy's, 1 the value's."""
+        if self.uses_cnn:
+            return self.encoder(obs)
+        return self.towers.tower(self.combined(obs) if self.combined else obs, index)
 
     def evaluate_actions(
         self, obs: torch.Tensor, actions: torch.Tensor, mask: torch.Tensor | None = None
@@ -359,8 +425,7 @@ class ActorCritic(ActionHead, FlatParameters):
     @torch.no_grad()
     def value(self, obs: torch.Tensor) -> torch.Tensor:
         """V(s), for bootstrapping (no gradient)."""
-        features = self.encoder(obs) if self.uses_cnn else self.towers.tower(obs, 1)
-        return self.vf_head(features).squeeze(-1)
+        return self.vf_head(self.tower(obs, 1)).squeeze(-1)
 
     @torch.no_grad()
     def sample(self, obs: torch.Tensor, mask: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
@@ -372,11 +437,11 @@ class ActorCritic(ActionHead, FlatParameters):
         return (*self.draw(head_out), value)
 
     def act(self, obs: torch.Tensor, mask: torch.Tensor | None = None) -> torch.Tensor | tuple[torch.Tensor, torch.Tensor]:
-        return self.greedy(self.pi_head(self.encoder(obs) if self.uses_cnn else self.towers.tower(obs, 0)), mask)
+        return self.greedy(self.pi_head(self.tower(obs, 0)), mask)
 
     def policy_mlp(self) -> ActingMLP:
         """The policy tower and head as a plain ActingMLP whose `act` equals this one's (vector observations)."""
-        if self.uses_cnn or self.nvec:
+        if self.uses_cnn or self.nvec or self.combined:
             raise ValueError("policy_mlp needs vector observations and one action; other policies are exported as they are")
         towers, hidden = self.towers, self.towers.hidden
         space = (
@@ -400,9 +465,11 @@ class ActorCritic(ActionHead, FlatParameters):
 class QNetwork(FlatParameters):
     """Q-values of every discrete action (DQN)."""
 
-    def __init__(self, obs_shape: Sequence[int], n_actions: int, hidden: Sequence[int] = (64, 64)) -> None:
+    def __init__(
+        self, obs_shape: Sequence[int], n_actions: int, hidden: Sequence[int] = (64, 64), parts: Sequence | None = None
+    ) -> None:
         super().__init__()
-        self.encoder = make_encoder(obs_shape, hidden, "relu")
+        self.encoder = make_encoder(obs_shape, hidden, "relu", parts)
         self.head = nn.Linear(self.encoder.out_dim, n_actions)
         self.flatten_parameters()
 
@@ -420,11 +487,13 @@ LOG_STD_MIN, LOG_STD_MAX = -20.0, 2.0
 class SquashedGaussianActor(BoundsMixin, FlatParameters):
     """SAC's policy: a Gaussian squashed by tanh, then rescaled from [-1, 1] to the env's bounds."""
 
-    def __init__(self, obs_shape: Sequence[int], action_space: Box, hidden: Sequence[int] = (256, 256)) -> None:
+    def __init__(
+        self, obs_shape: Sequence[int], action_space: Box, hidden: Sequence[int] = (256, 256), parts: Sequence | None = None
+    ) -> None:
         super().__init__()
         self._set_bounds(action_space)
         n_out = math.prod(action_space.shape)
-        self.encoder = make_encoder(obs_shape, hidden, "relu")
+        self.encoder = make_encoder(obs_shape, hidden, "relu", parts)
         self.mu = nn.Linear(self.encoder.out_dim, n_out)
         self.log_std = nn.Linear(self.encoder.out_dim, n_out)
         self.flatten_parameters()
@@ -449,14 +518,20 @@ class QCritics(FlatParameters):
     """n Q(s, a) critics on the same input, evaluated together (TD3's two, DDPG's one)."""
 
     def __init__(
-        self, obs_shape: Sequence[int], action_space: Box, hidden: Sequence[int] = (256, 256), n_critics: int = 2
+        self,
+        obs_shape: Sequence[int],
+        action_space: Box,
+        hidden: Sequence[int] = (256, 256),
+        n_critics: int = 2,
+        parts: Sequence | None = None,
     ) -> None:
         super().__init__()
         n_act = math.prod(action_space.shape)
+        encoded = is_image(obs_shape) or bool(parts)  # a CNN (per image part) of each critic's own
         self.encoders = nn.ModuleList(
-            make_encoder(obs_shape, (), "relu") if is_image(obs_shape) else nn.Flatten() for _ in range(n_critics)
+            make_encoder(obs_shape, (), "relu", parts) if encoded else nn.Flatten() for _ in range(n_critics)
         )
-        in_dim = (self.encoders[0].out_dim if is_image(obs_shape) else math.prod(obs_shape)) + n_act
+        in_dim = (self.encoders[0].out_dim if encoded else math.prod(obs_shape)) + n_act
         self.qs = nn.ModuleList(mlp([in_dim, *hidden, 1], "relu", last_activation=False) for _ in range(n_critics))
         self.flatten_parameters()
 
@@ -470,17 +545,21 @@ class QCritics(FlatParameters):
 class TwinQ(QCritics):
     """SAC's two critics (the written-out and compiled SAC updates know this layout)."""
 
-    def __init__(self, obs_shape: Sequence[int], action_space: Box, hidden: Sequence[int] = (256, 256)) -> None:
-        super().__init__(obs_shape, action_space, hidden, n_critics=2)
+    def __init__(
+        self, obs_shape: Sequence[int], action_space: Box, hidden: Sequence[int] = (256, 256), parts: Sequence | None = None
+    ) -> None:
+        super().__init__(obs_shape, action_space, hidden, n_critics=2, parts=parts)
 
 
 class DeterministicActor(BoundsMixin, FlatParameters):
     """TD3's and DDPG's policy: mu(s) = tanh(MLP(s)) in [-1, 1], rescaled to the env's bounds."""
 
-    def __init__(self, obs_shape: Sequence[int], action_space: Box, hidden: Sequence[int] = (400, 300)) -> None:
+    def __init__(
+        self, obs_shape: Sequence[int], action_space: Box, hidden: Sequence[int] = (400, 300), parts: Sequence | None = None
+    ) -> None:
         super().__init__()
         self._set_bounds(action_space)
-        self.encoder = make_encoder(obs_shape, hidden, "relu")
+        self.encoder = make_encoder(obs_shape, hidden, "relu", parts)
         self.mu = nn.Linear(self.encoder.out_dim, math.prod(action_space.shape))
         self.flatten_parameters()
 

@@ -23,7 +23,7 @@ from torch import nn
 
 from ..envs.core import Box, Discrete, MultiDiscrete
 from .flat_params import FlatParameters
-from .policies import ActionHead, image_encoder, is_image, masked, mlp, orthogonal_init
+from .policies import ActionHead, CombinedEncoder, image_encoder, is_image, masked, mlp, orthogonal_init
 
 RNN_TYPES = {"lstm": nn.LSTM, "gru": nn.GRU}
 CRITIC_RNN = ("separate", "shared", "none")
@@ -65,6 +65,7 @@ class RecurrentActorCritic(ActionHead, FlatParameters):
         rnn_layers: int = 1,
         critic_rnn: str = "separate",
         ortho_init: bool = True,
+        parts: Sequence | None = None,
     ) -> None:
         super().__init__()
         if critic_rnn not in CRITIC_RNN:
@@ -74,9 +75,13 @@ class RecurrentActorCritic(ActionHead, FlatParameters):
         #: (h, c) per LSTM, h per GRU
         self.parts_per_rnn = 2 if rnn_type == "lstm" else 1
         self.obs_shape = tuple(obs_shape)
-        # sb3-contrib's features extractor: NatureCNN (or the small CNN) for images, a flatten for vectors
-        self.encoder = image_encoder(obs_shape) if is_image(obs_shape) else nn.Flatten()
-        features = self.encoder.out_dim if is_image(obs_shape) else math.prod(obs_shape)
+        # sb3-contrib's features extractor: NatureCNN (or the small CNN) for images, a flatten for vectors, CNNs per
+        # image for a Dict observation with images (`parts`)
+        if parts:
+            self.encoder = CombinedEncoder(parts)
+        else:
+            self.encoder = image_encoder(obs_shape) if is_image(obs_shape) else nn.Flatten()
+        features = self.encoder.out_dim if is_image(obs_shape) or parts else math.prod(obs_shape)
         rnn = RNN_TYPES[rnn_type]
         self.actor_rnn = rnn(features, rnn_hidden, num_layers=rnn_layers)
         self.critic_rnn_net = rnn(features, rnn_hidden, num_layers=rnn_layers) if critic_rnn == "separate" else None

@@ -58,6 +58,8 @@ def apply_speed(algo: Algorithm, env: VecEnv) -> SpeedChoice:
     each chosen form in place; returns (and keeps as `algo.speed`) what was chosen."""
     if isinstance(algo, RecurrentPPO):
         return reference_throughout(algo, "a recurrent policy has only its reference form")
+    if algo.obs_parts:
+        return reference_throughout(algo, "a Dict observation with images goes through a CNN per image: reference only")
     if env.action_masks() is not None:
         return reference_throughout(algo, "the env offers action masks, which only the reference applies")
     choice = SpeedChoice(acting=choose_acting(algo, env), update=choose_update(algo))
