@@ -11,7 +11,7 @@ TORCH := torch==2.13.0
 .PHONY: run test lint format web install chromium strace bench peers validate reference-bundles clean
 
 # The reference bundles in export/: env:algo pairs, each trained with its preset and seed 0.
-REFERENCE := bandit:ppo cartpole:ppo pendulum:sac snake:dqn cartpole-novel:recurrent_ppo
+REFERENCE := bandit:ppo cartpole:ppo pendulum:sac snake:dqn cartpole-novel:recurrent_ppo cards:ppo
 
 run: install $(NODE_MODULES)
 	$(PY) -m thrust_app app

@@ -37,11 +37,15 @@ class ThrustEnv(gym.Env):
         self.render_mode = render_mode
         self.core = self.core_cls(**core_kwargs)
         self.observation_space = to_gym_space(self.core.observation_space)
+        #: a core whose flat observation is a Dict's (`observation_parts`): gymnasium sees the Dict
+        self._dict_space = dict_space(self.core_cls.observation_parts) if hasattr(self.core_cls, "observation_parts") else None
+        self.observation_space = self._dict_space or self.observation_space
         self.action_space = to_gym_space(self.core.action_space)
         self._shape = self.core.observation_space.shape
 
-    def _obs(self, flat: list[float]) -> np.ndarray:
-        return np.asarray(flat, dtype=np.float32).reshape(self._shape)
+    def _obs(self, flat: list[float]) -> Any:
+        array = np.asarray(flat, dtype=np.float32).reshape(self._shape)
+        return gym.spaces.unflatten(self._dict_space, array) if self._dict_space is not None else array
 
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
         super().reset(seed=seed)
@@ -57,6 +61,19 @@ class ThrustEnv(gym.Env):
         from .render import render_rgb
 
         return render_rgb(self.core.id, self.core.render_state())
+
+
+def dict_space(parts: tuple[tuple[str, str, int], ...]) -> gym.spaces.Dict:
+    """The gymnasium Dict of a core's `observation_parts` ((key, kind, size): multi_binary or discrete)."""
+    kinds = {"multi_binary": gym.spaces.MultiBinary, "discrete": gym.spaces.Discrete}
+    return gym.spaces.Dict({key: kinds[kind](size) for key, kind, size in parts})
+
+
+class MaskedThrustEnv(ThrustEnv):
+    """A core that offers action masks (`action_masks()`), offered the way sb3-contrib's MaskablePPO reads them."""
+
+    def action_masks(self) -> np.ndarray:
+        return np.asarray(self.core.action_masks(), dtype=bool)
 
 
 class BanditEnv(ThrustEnv):
@@ -78,6 +95,10 @@ class SnakeEnv(ThrustEnv):
     metadata: ClassVar[dict[str, Any]] = {"render_modes": ["rgb_array"], "render_fps": 10}
 
 
+class CardsEnv(MaskedThrustEnv):
+    core_cls = cores.Cards
+
+
 class CartPoleNoVelEnv(CartPoleEnv):
     core_cls = cores.CartPoleNoVel
 
@@ -87,7 +108,8 @@ class PendulumNoVelEnv(PendulumEnv):
 
 
 GYM_ENVS: dict[str, type[ThrustEnv]] = {
-    cls.core_cls.id: cls for cls in (BanditEnv, CartPoleEnv, PendulumEnv, SnakeEnv, CartPoleNoVelEnv, PendulumNoVelEnv)
+    cls.core_cls.id: cls
+    for cls in (BanditEnv, CartPoleEnv, PendulumEnv, SnakeEnv, CartPoleNoVelEnv, PendulumNoVelEnv, CardsEnv)
 }
 
 

@@ -1,4 +1,4 @@
-"""RGB frames of the four Thrust envs from their cores' `render_state()`, drawn with numpy only.
+"""RGB frames of the Thrust envs from their cores' `render_state()`, drawn with numpy only.
 
 Used by gymnasium's `render_mode="rgb_array"` and the dashboard's "watch a policy". The browser
 player draws the same render state on a canvas.
@@ -114,6 +114,21 @@ def render_bandit(state: dict[str, Any], width: int = 400, height: int = 300) ->
     return frame
 
 
+def render_cards(state: dict[str, Any], width: int = 400, height: int = 300) -> np.ndarray:
+    """Six cards: those in hand dark, the others faded; the target's top in blue; the card just played marked
+    underneath, green for the target, red for a forbidden one."""
+    frame = _canvas(width, height)
+    slot = width / len(state["hand"])
+    for card, held in enumerate(state["hand"]):
+        x0, x1 = card * slot + 8, (card + 1) * slot - 8
+        _rect(frame, x0, 90, x1, 210, INK if held else MUTED)
+        if card == state["target"]:
+            _rect(frame, x0, 90, x1, 110, ACCENT)
+        if card == state["last_action"]:
+            _rect(frame, x0, 225, x1, 240, GOOD if state["last_reward"] == 1.0 else BAD if state["last_reward"] < 0 else MUTED)
+    return frame
+
+
 _RENDERERS = {
     "thrust/Bandit-v0": render_bandit,
     "thrust/CartPole-v0": render_cartpole,
@@ -121,6 +136,7 @@ _RENDERERS = {
     "thrust/Snake-v0": render_snake,
     "thrust/CartPoleNoVel-v0": render_cartpole,
     "thrust/PendulumNoVel-v0": render_pendulum,
+    "thrust/Cards-v0": render_cards,
 }
 
 

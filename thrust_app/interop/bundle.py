@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 
 from ..envs.pipeline import ObservationPart
-from .manifest import BundleError, check_manifest
+from .manifest import BundleError, check_manifest, split_observation
 
 #: The reference bundles that come with Thrust's source (`make reference-bundles`): found by every command
 #: that looks a bundle up by name, never written to.
@@ -225,19 +225,16 @@ class OnnxPolicy:
 
 
 def split_parts(flat: np.ndarray, parts: list[Any]) -> list[np.ndarray]:
-    """Flat observations (gymnasium's flatten of a Dict or Tuple) as each part's values, as the env gives them:
-    a Box or MultiBinary part reshaped, a one-hot part as its integer (per component for a MultiDiscrete)."""
-    values, start = [], 0
-    for part in parts:
-        stretch = flat[:, start : start + part.size]
-        start += part.size
-        if part.kind in ("box", "multi_binary"):
-            dtype = np.uint8 if part.dtype == "uint8" else np.float32  # byte images as the env gives them
-            values.append(np.ascontiguousarray(stretch.reshape(len(flat), *part.shape), dtype=dtype))
-            continue
-        hots = np.split(stretch, np.cumsum(part.nvec)[:-1], axis=1)
-        values.append(np.stack([hot.argmax(1) for hot in hots], 1).reshape(len(flat), *part.shape).astype(np.int64))
-    return values
+    """A batch of flat observations (gymnasium's flatten of a Dict or Tuple) as one array per part, each as the env
+    gives it (`manifest.split_observation` row by row): a Box in its dtype and shape, MultiBinary as float32, a
+    Discrete or MultiDiscrete part as int64."""
+    rows = [split_observation(row, [part.describe() for part in parts]) for row in flat.tolist()]
+    arrays = []
+    for index, part in enumerate(parts):
+        dtype = np.int64 if part.kind in ("discrete", "multi_discrete") else np.uint8 if part.dtype == "uint8" else np.float32
+        values = np.asarray([row[index] for row in rows], dtype=dtype)
+        arrays.append(np.ascontiguousarray(values.reshape(len(flat), *part.shape)))
+    return arrays
 
 
 def check_bundle_fits_env(bundle: Bundle) -> None:

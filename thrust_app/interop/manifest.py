@@ -80,6 +80,27 @@ def check_action_space(field: Any, where: Path) -> None:
         raise BundleError(f"{where}: field 'action_space.type' is {kind!r}; expected 'discrete', 'multi_discrete' or 'box'")
 
 
+def split_observation(flat: list[float], parts: list[dict[str, Any]]) -> list[Any]:
+    """One flat observation (gymnasium's flatten of a Dict or Tuple) as each part's value as the env gives it,
+    for a bundle that takes one input per part (`observation.parts`): a Box or MultiBinary part its numbers
+    (row-major), a Discrete part its integer (the one-hot's index), a MultiDiscrete part its integers. Python and
+    the player (under Pyodide) feed bundles through this one function."""
+    values, start = [], 0
+    for part in parts:
+        stretch = list(flat[start : start + part["size"]])
+        start += part["size"]
+        if part["kind"] in ("box", "multi_binary"):
+            values.append(stretch)
+            continue
+        integers, offset = [], 0
+        for n in part["nvec"]:
+            hot = stretch[offset : offset + n]
+            integers.append(max(range(n), key=hot.__getitem__))
+            offset += n
+        values.append(integers[0] if part["kind"] == "discrete" else integers)
+    return values
+
+
 def manifest_problem(text: str, where: str = "manifest.json") -> str:
     """The one-line reason a manifest's text is refused, or "" when it is fine (for the player)."""
     try:

@@ -1,5 +1,6 @@
 """One episode of an exported bundle in Python: the pure-Python env core and onnxruntime, batch 1 (a
-recurrent policy's memory carried from step to step).
+recurrent policy's memory carried from step to step, the legal moves of a core that offers them passed as the action
+mask).
 
 This is the reference the browser player must match action for action: the same env source
 (the core), the same seed, the same ONNX file.
@@ -32,15 +33,17 @@ def onnx_episode(bundle_path: str | Path, seed: int, max_steps: int = 100_000) -
     obs = env.reset(seed=seed)
     shape = (1, *bundle.manifest["observation"]["shape"])
     memory = np.zeros((1, policy.state_size), np.float32)  # a recurrent policy's, zeros at the episode's start
+    masked = hasattr(env, "action_masks")  # a core that offers its legal moves
     actions, latencies = [], []
     total = 0.0
     while env.running and env.steps < max_steps:
         start = time.perf_counter()
         batch = np.asarray(obs, dtype=np.float32).reshape(shape)
+        mask = np.asarray([env.action_masks()], bool) if masked else None
         if policy.state_size:
-            action, memory = policy.act(batch, None, memory)
+            action, memory = policy.act(batch, mask, memory)
         else:
-            action = policy.act(batch)
+            action = policy.act(batch, mask)
         action = action[0]
         latencies.append((time.perf_counter() - start) * 1000)
         action = int(action) if bundle.discrete else action.tolist()

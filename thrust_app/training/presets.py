@@ -283,6 +283,8 @@ _add(
     ("thrust/Bandit-v0",),
     Preset(4_000, {"n_envs": 8, "n_steps": 32, "batch_size": 64, "n_epochs": 4, "learning_rate": 3e-3}, "Thrust's own tuning"),
 )
+# The card game (a Dict observation and action masks): Thrust's own tuning, as for the bandit.
+_add("ppo", ("thrust/Cards-v0",), Preset(12_288, {"n_envs": 8, "n_steps": 64, "batch_size": 128}, "Thrust's own tuning"))
 _add("a2c", ("thrust/Bandit-v0",), Preset(4_000, {"n_envs": 8, "n_steps": 4, "learning_rate": 3e-3}, "Thrust's own tuning"))
 _add(
     "dqn",

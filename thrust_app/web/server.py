@@ -49,7 +49,7 @@ MIME_TYPES = {
 
 
 #: The bundles committed in the source's export/ (REFERENCE_DIR; `make reference-bundles` rebuilds them).
-REFERENCE_BUNDLES = ("bandit-ppo", "cartpole-ppo", "pendulum-sac", "snake-dqn", "cartpole-novel-recurrent_ppo")
+REFERENCE_BUNDLES = ("bandit-ppo", "cartpole-ppo", "pendulum-sac", "snake-dqn", "cartpole-novel-recurrent_ppo", "cards-ppo")
 
 
 class WebSetupError(RuntimeError):

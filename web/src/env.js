@@ -55,6 +55,15 @@ export class PyEnv {
     return out;
   }
 
+  // The legal moves now (a core that offers action masks, as sb3-contrib reads them), or null.
+  actionMask() {
+    if (!this.core.action_masks) return null;
+    const mask = this.core.action_masks();
+    const values = mask.toJs();
+    mask.destroy();
+    return values;
+  }
+
   renderState() {
     return toObject(this.core.render_state());
   }

@@ -57,10 +57,11 @@ const fmtMs = (value) => (value < 1 ? value.toFixed(2) : value.toFixed(1));
 // A policy on the provider `requested` ("auto", "webgpu" or "wasm") and the reason for the provider.
 // "auto" takes wasm when there is no WebGPU or only a software adapter; with a real GPU it times both on
 // this bundle's model (one session at a time) and keeps the faster. `progress(text)` reports each step.
-export async function choosePolicy(manifest, modelBytes, requested, progress = () => {}) {
+// `python` (Pyodide) feeds a Dict observation's parts.
+export async function choosePolicy(manifest, modelBytes, requested, progress = () => {}, python = null) {
   const create = async (ep) => {
     progress(`creating the ${ep} session`);
-    return Policy.create(manifest, modelBytes, ep);
+    return Policy.create(manifest, modelBytes, ep, python);
   };
   if (requested === "wasm") return { policy: await create("wasm"), why: "wasm chosen by hand" };
   const { adapter, why } = await probeWebGPU();
@@ -89,7 +90,7 @@ export async function choosePolicy(manifest, modelBytes, requested, progress = (
 }
 
 export class Policy {
-  static async create(manifest, modelBytes, ep) {
+  static async create(manifest, modelBytes, ep, python = null) {
     const session = await ort.InferenceSession.create(modelBytes, {
       executionProviders: [ep],
       graphOptimizationLevel: "all",
@@ -97,7 +98,7 @@ export class Policy {
     }).catch((err) => {
       throw new Error(`onnxruntime-web could not load policy.onnx on ${ep}: ${err.message}`);
     });
-    const policy = new Policy(manifest, session, ep);
+    const policy = new Policy(manifest, session, ep, python);
     await policy.act(new Array(manifest.observation.shape.reduce((a, b) => a * b, 1)).fill(0)); // warm-up (compiles shaders)
     policy.resetMemory();
     return policy;
@@ -112,10 +113,13 @@ export class Policy {
     return times.sort((a, b) => a - b)[times.length >> 1];
   }
 
-  constructor(manifest, session, ep) {
+  constructor(manifest, session, ep, python = null) {
     this.manifest = manifest;
     this.session = session;
     this.ep = ep;
+    // Pyodide, for a Dict observation's parts (Python's manifest.split_observation makes each part's input).
+    this.python = python;
+    this.parts = manifest.observation.parts || null;
     this.inputName = session.inputNames[0];
     this.shape = [1, ...manifest.observation.shape];
     this.kind = manifest.action_space.type;
@@ -129,9 +133,18 @@ export class Policy {
     if (this.memory) this.state = new Float32Array(this.memory.size);
   }
 
-  // The feed for `batch` observations in `data`: with the memory (this step's, or zeros for a batch) if any.
-  feed(data, batch, state) {
-    const feed = { [this.inputName]: new ort.Tensor("float32", data, [batch, ...this.manifest.observation.shape]) };
+  // The feed for `batch` observations in `data`: with the memory (this step's, or zeros for a batch) if any, and
+  // the action mask (all allowed where none is given) for a bundle that takes one.
+  feed(data, batch, state, mask = null) {
+    const feed = this.parts
+      ? this.partsFeed(data)
+      : { [this.inputName]: new ort.Tensor("float32", data, [batch, ...this.manifest.observation.shape]) };
+    const maskInput = this.manifest.inputs.find((input) => input.name === "action_mask");
+    if (maskInput) {
+      const n = this.manifest.action_space.n;
+      const allowed = mask ? Uint8Array.from(mask, Number) : new Uint8Array(batch * n).fill(1);
+      feed.action_mask = new ort.Tensor("bool", allowed, [batch, n]);
+    }
     if (this.memory) {
       feed[this.memory.input] = new ort.Tensor("float32", state || new Float32Array(batch * this.memory.size), [
         batch,
@@ -141,10 +154,30 @@ export class Policy {
     return feed;
   }
 
-  // One observation in, one action out (a number for discrete, an array for box) and the latency; a recurrent
-  // policy's memory moves one step on.
-  async act(obs) {
-    const feed = this.feed(Float32Array.from(obs), 1, this.state);
+  // One Dict observation (flat, as gymnasium flattens it) as one input per part, each as the env gives it.
+  partsFeed(flat) {
+    const values = this.python.manifests.split_observation(Array.from(flat), this.python.pyodide.toPy(this.parts));
+    const parts = values.toJs();
+    values.destroy();
+    const feed = {};
+    this.parts.forEach((part, i) => {
+      const { dtype, shape } = this.manifest.inputs.find((input) => input.name === part.name);
+      const flatValues = [parts[i]].flat(3);
+      const typed =
+        dtype === "int64"
+          ? BigInt64Array.from(flatValues, BigInt)
+          : dtype === "uint8"
+            ? Uint8Array.from(flatValues)
+            : Float32Array.from(flatValues);
+      feed[part.name] = new ort.Tensor(dtype, typed, [1, ...shape.slice(1)]);
+    });
+    return feed;
+  }
+
+  // One observation in (and the legal moves, for a bundle with an action mask), one action out (a number for
+  // discrete, an array for box) and the latency; a recurrent policy's memory moves one step on.
+  async act(obs, mask = null) {
+    const feed = this.feed(Float32Array.from(obs), 1, this.state, mask);
     const started = performance.now();
     let outputs;
     try {

@@ -1,4 +1,4 @@
-// Canvas drawings of the four envs from their cores' render_state(), in the colours of
+// Canvas drawings of the envs from their cores' render_state(), in the colours of
 // thrust_app/envs/render.py (the desktop's rgb_array frames).
 const C = {
   bg: "#fafaf7",
@@ -94,6 +94,25 @@ function bandit(ctx, s) {
   }
 }
 
+// The same drawing as render.py's render_cards.
+function cards(ctx, s) {
+  const { width: w } = ctx.canvas;
+  const slot = w / s.hand.length;
+  s.hand.forEach((held, card) => {
+    const x = card * slot + 8;
+    ctx.fillStyle = held ? C.ink : C.muted;
+    ctx.fillRect(x, 90, slot - 16, 120);
+    if (card === s.target) {
+      ctx.fillStyle = C.accent;
+      ctx.fillRect(x, 90, slot - 16, 20);
+    }
+    if (card === s.last_action) {
+      ctx.fillStyle = s.last_reward === 1 ? C.good : s.last_reward < 0 ? C.bad : C.muted;
+      ctx.fillRect(x, 225, slot - 16, 15);
+    }
+  });
+}
+
 const DRAW = {
   "thrust/CartPole-v0": cartpole,
   "thrust/Pendulum-v0": pendulum,
@@ -101,6 +120,7 @@ const DRAW = {
   "thrust/Bandit-v0": bandit,
   "thrust/CartPoleNoVel-v0": cartpole,
   "thrust/PendulumNoVel-v0": pendulum,
+  "thrust/Cards-v0": cards,
 };
 
 export function draw(canvas, envId, state) {

@@ -10,6 +10,7 @@ from typing import Any
 
 from .bandit import SimpleBandit
 from .base import Box, CoreEnv, Discrete, EnvError, EpisodeOverError, InvalidActionError, MultiDiscrete, StepResult
+from .cards import Cards
 from .cartpole import CartPole
 from .hidden_velocity import CartPoleNoVel, PendulumNoVel
 from .pendulum import Pendulum
@@ -17,7 +18,7 @@ from .snake import Snake
 
 #: Thrust's environments by registered id.
 CORE_ENVS: dict[str, type[CoreEnv]] = {
-    cls.id: cls for cls in (SimpleBandit, CartPole, Pendulum, Snake, CartPoleNoVel, PendulumNoVel)
+    cls.id: cls for cls in (SimpleBandit, CartPole, Pendulum, Snake, CartPoleNoVel, PendulumNoVel, Cards)
 }
 
 #: Short names a user may type instead of the full id.
@@ -28,6 +29,7 @@ ALIASES: dict[str, str] = {
     "snake": Snake.id,
     "cartpole-novel": CartPoleNoVel.id,
     "pendulum-novel": PendulumNoVel.id,
+    "cards": Cards.id,
 }
 
 
@@ -59,6 +61,7 @@ __all__ = [
     "ALIASES",
     "CORE_ENVS",
     "Box",
+    "Cards",
     "CartPole",
     "CartPoleNoVel",
     "CoreEnv",

@@ -24,7 +24,7 @@ export function installAutomation(ready, trainPanel) {
     await ready;
     const { manifest, model } = await fetchBundle(bundle);
     await checkBundle(state.python, manifest, model);
-    const policy = await Policy.create(manifest, model, ep);
+    const policy = await Policy.create(manifest, model, ep, state.python);
     try {
       const times = await policy.benchmark(batch, seconds);
       const [minMs, maxMs] = [Math.min(...times), Math.max(...times)];

@@ -53,8 +53,12 @@ export function activate(bundleOrPromise, epRequest) {
       deactivate(); // the old session goes before the new one is made: one session at a time
       state.env = env;
       setBusy(`loading ${bundle.name}`);
-      const { policy, why } = await choosePolicy(bundle.manifest, bundle.model, epRequest, (step) =>
-        setBusy(`loading ${bundle.name}: ${step}`),
+      const { policy, why } = await choosePolicy(
+        bundle.manifest,
+        bundle.model,
+        epRequest,
+        (step) => setBusy(`loading ${bundle.name}: ${step}`),
+        state.python,
       );
       if (choice !== state.latestChoice) {
         policy.release(); // overtaken while loading: drop it, the newer choice is queued
@@ -87,7 +91,7 @@ export function resetEpisode(seed) {
 
 // One env step with the policy's action; returns the inference time (ms).
 async function advance() {
-  const { action, ms } = await state.policy.act(state.obs);
+  const { action, ms } = await state.policy.act(state.obs, state.env.actionMask());
   const out = state.env.step(action);
   state.obs = out.obs;
   state.episodeReturn += out.reward;
