@@ -181,3 +181,44 @@ def test_snake_observation_has_head_body_food_channels():
     r, c = env.body[0]
     assert head[r * w + c] == 1.0
     assert env.observation_space.shape == (3, 5, 7)
+
+
+def test_the_velocity_free_cores_are_their_base_cores_with_the_velocities_zeroed():
+    """core/hidden_velocity.py: the zoo's MaskVelocityWrapper table, applied to CartPole's and Pendulum's cores."""
+    from thrust_app.envs.core.hidden_velocity import VELOCITY_INDICES
+
+    for novel, base, gym_id in (("cartpole-novel", "cartpole", "CartPole-v1"), ("pendulum-novel", "pendulum", "Pendulum-v1")):
+        hidden, seen = make_core(novel), make_core(base)
+        rng = random.Random(0)
+        obs, full = hidden.reset(seed=4), seen.reset(seed=4)
+        for _ in range(50):
+            assert [v for i, v in enumerate(obs) if i in VELOCITY_INDICES[gym_id]] == [0.0] * len(VELOCITY_INDICES[gym_id])
+            assert [v for i, v in enumerate(obs) if i not in VELOCITY_INDICES[gym_id]] == [
+                v for i, v in enumerate(full) if i not in VELOCITY_INDICES[gym_id]
+            ]
+            action = random_action(seen.action_space, rng)
+            step, base_step = hidden.step(action), seen.step(action)
+            assert (step.reward, step.terminated, step.truncated) == (
+                base_step.reward,
+                base_step.terminated,
+                base_step.truncated,
+            )
+            if step.terminated or step.truncated:
+                break
+            obs, full = step.obs, base_step.obs
+
+
+def test_the_card_games_rules_and_its_legal_moves():
+    """core/cards.py: the hand is the action mask; the target scores 1, another card in hand 0, one not in hand -1;
+    the observation is the hand's bits then the target one-hot (gymnasium's flatten of its Dict); 20 turns."""
+    env = make_core("cards")
+    obs = env.reset(seed=2)
+    for turn in range(20):
+        hand, target = env.action_masks(), obs[6:].index(1.0)
+        assert obs[:6] == [float(held) for held in hand] and sum(hand) == 3 and hand[target]
+        other = next(card for card in range(6) if hand[card] and card != target)
+        forbidden = next(card for card in range(6) if not hand[card])
+        action, want = [(target, 1.0), (other, 0.0), (forbidden, -1.0)][turn % 3]
+        result = env.step(action)
+        assert result.reward == want and result.truncated == (turn == 19)
+        obs = result.obs

@@ -9,12 +9,14 @@ import subprocess
 import sys
 from pathlib import Path
 
+import gymnasium as gym
 import numpy as np
 import pytest
 import torch
 
 from thrust_app.algos.base import deterministic_action
 from thrust_app.cli import main as thrust_main
+from thrust_app.envs import env_parted_space
 from thrust_app.envs.batched import make_batched
 from thrust_app.interop import exporter
 from thrust_app.interop.bundle import BundleError, OnnxPolicy, check_bundle_fits_env, load_bundle, read_actions, sha256_file
@@ -187,6 +189,10 @@ def test_torch_policy_rebuilt_from_a_reference_bundle_acts_like_it(name):
     graph = exporter.torch_policy_from_bundle(bundle)
     rng = np.random.default_rng(0)
     obs = rng.normal(size=(16, *bundle.manifest["observation"]["shape"])).astype(np.float32)
+    space = env_parted_space(bundle.env_id)
+    if space is not None:  # a Dict observation: valid ones (one-hot where a part is discrete), flattened
+        space.seed(0)
+        obs = np.stack([gym.spaces.flatten(space, space.sample()) for _ in range(16)]).astype(np.float32)
     memory = bundle.manifest.get("memory")  # a recurrent policy: a random memory goes in too
     state = rng.normal(size=(16, memory["size"])).astype(np.float32) if memory else None
     with torch.no_grad():

@@ -214,31 +214,3 @@ def test_no_request_leaves_the_local_server(page, server):
     assert page.requests, "the page made no requests at all?"
     outside = [u for u in page.requests if not u.startswith(server.url) and not u.startswith(("data:", "blob:"))]
     assert outside == []
-
-
-@needs_browser
-def test_a_dict_observation_with_action_masks_plays_in_the_player(tmp_path):
-    """The card game's bundle takes its Dict as one input per key (split by Python's manifest module under
-    Pyodide) and the legal moves as `action_mask`: an early policy, whose unmasked choices include forbidden
-    cards, plays in the tab exactly as in Python's onnxruntime, every card it plays in hand."""
-    from thrust_app.envs.core import make_core
-    from thrust_app.interop.bundle import OnnxPolicy
-    from thrust_app.interop.exporter import export_run
-    from thrust_app.training.trainer import train
-    from thrust_app.web.browser import player_page
-
-    train("ppo", "cards", timesteps=512, seed=3, run_dir=tmp_path / "run", progress=False, log=lambda _: None)
-    bundle = export_run(tmp_path / "run", tmp_path / "export" / "cards-early")
-    assert [i["name"] for i in bundle.manifest["inputs"]] == ["obs.hand", "obs.target", "action_mask"]
-    with PlayerServer(port=0, export_dir=tmp_path / "export") as server, player_page(server.url) as page:
-        got = page.evaluate("(a) => window.thrustPlayer.runEpisode(a)", {"bundle": "cards-early", "seed": 5, "ep": "wasm"})
-    want = onnx_episode(bundle.path, 5)
-    assert got["actions"] == want.actions and got["episodeReturn"] == want.episode_return
-    core, runner, unmasked_forbidden = make_core("cards"), OnnxPolicy(bundle), 0
-    obs = core.reset(seed=5)
-    for action in want.actions:
-        legal = core.action_masks()
-        assert legal[action]
-        unmasked_forbidden += not legal[int(runner.act(np.asarray([obs], np.float32))[0])]  # no mask: all allowed
-        obs = core.step(action).obs
-    assert unmasked_forbidden > 0  # the mask decided some of these moves

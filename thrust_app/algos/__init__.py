@@ -32,7 +32,8 @@ def get_algo(name: str) -> type[Algorithm]:
 def build_algorithm(algo: str, env_id: str, config: dict[str, Any], device: torch.device, seed: int = 0) -> Algorithm:
     """The algorithm `algo` for `env_id`'s spaces (inside the observation pipeline `config` names) with `config`
     (a run's saved config, checked again), on `device`."""
-    from ..envs.pipeline import Pipeline, env_observation_parts
+    from ..envs import env_observation_parts
+    from ..envs.pipeline import Pipeline
 
     algo_cls = get_algo(algo)
     checked = apply_overrides(algo_cls.Config(), config, algo_cls.name)

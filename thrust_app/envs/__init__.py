@@ -20,7 +20,7 @@ GYMNASIUM_TWINS = {
 }
 
 if TYPE_CHECKING:
-    from .pipeline import Pipeline
+    from .pipeline import ObservationPart, Pipeline
 
 
 def make_env(name: str, pipeline: Pipeline | None = None, training: bool = False, **kwargs: Any) -> Any:
@@ -59,6 +59,8 @@ __all__ = [
     "CORE_ENVS",
     "GYMNASIUM_TWINS",
     "UnknownEnvError",
+    "env_observation_parts",
+    "env_parted_space",
     "env_spaces",
     "make_env",
     "resolve_env_id",
@@ -85,5 +87,27 @@ def env_spaces(name: str, pipeline: Pipeline | None = None) -> tuple[Box, Discre
             from_gym_space(env.observation_space, "observation", env_id),
             from_gym_space(env.action_space, "action", env_id),
         )
+    finally:
+        env.close()
+
+
+def env_parted_space(env_id: str, pipeline: Pipeline | None = None) -> Any:
+    """The Dict or Tuple space `env_id`'s flat observations are made from (pipeline.parted_space), else None."""
+    from .pipeline import parted_space
+
+    env = make_env(env_id, pipeline)
+    try:
+        return parted_space(env)
+    finally:
+        env.close()
+
+
+def env_observation_parts(env_id: str, pipeline: Pipeline | None = None) -> list[ObservationPart] | None:
+    """The parts of `env_id`'s Dict or Tuple observation (pipeline.observation_parts), else None."""
+    from .pipeline import observation_parts
+
+    env = make_env(env_id, pipeline)
+    try:
+        return observation_parts(env)
     finally:
         env.close()

@@ -149,28 +149,6 @@ def parted_space(env: Any) -> gym.spaces.Dict | gym.spaces.Tuple | None:
     return space if isinstance(space, gym.spaces.Dict | gym.spaces.Tuple) else None
 
 
-def env_parted_space(env_id: str, pipeline: Pipeline | None = None) -> gym.spaces.Dict | gym.spaces.Tuple | None:
-    """`parted_space` of the env `env_id` (made and closed)."""
-    from . import make_env
-
-    env = make_env(env_id, pipeline)
-    try:
-        return parted_space(env)
-    finally:
-        env.close()
-
-
-def env_observation_parts(env_id: str, pipeline: Pipeline | None = None) -> list[ObservationPart] | None:
-    """`observation_parts` of the env `env_id` (made and closed)."""
-    from . import make_env
-
-    env = make_env(env_id, pipeline)
-    try:
-        return observation_parts(env)
-    finally:
-        env.close()
-
-
 def observation_parts(env: Any) -> list[ObservationPart] | None:
     """The parts of an env's Dict or Tuple observation, in the order of its flat vector; None for an env whose
     observations were not flattened from a Dict or Tuple."""

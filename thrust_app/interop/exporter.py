@@ -24,10 +24,10 @@ from torch import nn
 
 from .. import __version__
 from ..algos.base import NumpyPolicy
-from ..envs import env_spaces
+from ..envs import env_observation_parts, env_parted_space, env_spaces
 from ..envs.batched import make_batched
 from ..envs.core import Discrete, MultiDiscrete
-from ..envs.pipeline import ObservationPart, Pipeline, env_observation_parts, env_parted_space
+from ..envs.pipeline import ObservationPart, Pipeline
 from ..nets.obs_normalizer import NormalizedPolicy, ObsNormalizer
 from ..nets.policies import ActorCritic
 from ..runs.files import CONFIG_FILE, SUMMARY_FILE, RunDirError, read_json
@@ -391,10 +391,6 @@ def base_manifest(
     """The manifest fields every bundle has, exported or imported (parity is added once it is checked). A
     recurrent policy's `memory` (what recurrent_memory describes) adds its state input and the manifest's
     `memory` entry; a Dict or Tuple observation's `parts` one input each, described in `observation.parts`."""
-    state_input = []
-    if memory:
-        meaning = f"the policy's memory: zeros at an episode's start, then the last step's '{STATE_OUTPUT}'"
-        state_input = [{"name": STATE_INPUT, "dtype": "float32", "shape": ["batch", memory["size"]], "meaning": meaning}]
     model = check_model_file(model_path)
     pipeline = pipeline or Pipeline()
     made = "the env's raw observations" if pipeline == Pipeline() else f"observations of the env inside {pipeline.describe()}"
@@ -411,13 +407,7 @@ def base_manifest(
             **({"parts": [part.describe() for part in parts]} if parts else {}),
         },
         "action_space": action_space_spec(action_space),
-        "inputs": observation_inputs(obs_shape, obs_dtype, parts)
-        + state_input
-        + (
-            [{"name": "action_mask", "dtype": "bool", "shape": ["batch", action_space.n], "meaning": "the allowed actions"}]
-            if masked
-            else []
-        ),
+        "inputs": observation_inputs(obs_shape, obs_dtype, parts) + memory_inputs(memory) + mask_inputs(action_space, masked),
         "outputs": outputs,
         "action_output": "action",
         **({"memory": memory} if memory else {}),
@@ -433,6 +423,21 @@ def base_manifest(
         },
         "sha256": sha256_file(model_path),
     }
+
+
+def mask_inputs(action_space: Any, masked: bool) -> list[dict]:
+    """The manifest's entry of the action mask input, for a policy of an env that offers masks (none otherwise)."""
+    if not masked:
+        return []
+    return [{"name": "action_mask", "dtype": "bool", "shape": ["batch", action_space.n], "meaning": "the allowed actions"}]
+
+
+def memory_inputs(memory: dict[str, Any] | None) -> list[dict]:
+    """The manifest's entry of a recurrent policy's memory input (none without memory)."""
+    if not memory:
+        return []
+    meaning = f"the policy's memory: zeros at an episode's start, then the last step's '{STATE_OUTPUT}'"
+    return [{"name": STATE_INPUT, "dtype": "float32", "shape": ["batch", memory["size"]], "meaning": meaning}]
 
 
 def observation_inputs(obs_shape: tuple[int, ...], obs_dtype: str, parts: list[ObservationPart] | None) -> list[dict]:
@@ -582,8 +587,9 @@ def torch_policy_from_bundle(bundle: Bundle, device: str = "cpu") -> PolicyGraph
     wanted = policy.state_dict()
     weights = {}
     for init in onnx.load(str(bundle.model_path)).graph.initializer:
-        key = init.name.removeprefix("policy.")
-        if init.name.startswith("policy.") and key in wanted:
+        name = init.name.removeprefix("policy_graph.")  # a Dict observation's graph wraps the policy's
+        key = name.removeprefix("policy.")
+        if name.startswith("policy.") and key in wanted:
             weights[key] = torch.as_tensor(numpy_helper.to_array(init).copy(), device=device)
     policy.load_state_dict(weights, strict=False)  # what acting does not use (SAC's log std) is not in the graph
     return graph

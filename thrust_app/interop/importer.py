@@ -22,9 +22,9 @@ from typing import Any
 import numpy as np
 import torch
 
-from ..envs import GYMNASIUM_TWINS, env_spaces
+from ..envs import GYMNASIUM_TWINS, env_observation_parts, env_spaces
 from ..envs.core import Discrete, MultiDiscrete
-from ..envs.pipeline import Pipeline, env_observation_parts, is_atari
+from ..envs.pipeline import Pipeline, is_atari
 from ..runs.staging import staged_folder
 from ..training.run_spec import resolve_env_name
 from .bundle import MANIFEST_FILE, MODEL_FILE, Bundle, BundleError, OnnxPolicy, export_dir, load_bundle

@@ -537,28 +537,29 @@ def as_sb3_dict(space: Any, flat: np.ndarray) -> dict[str, np.ndarray]:
     }
 
 
-def sb3_reference(model: SB3Model, env_id: str, normalizer: ObsNormalizer | None, pipeline: Any = None):
-    """SB3's own `predict(obs, deterministic=True)` for the model, built from its class, the spaces of the env
-    (inside `pipeline`) and the weights (no pickle); None when stable-baselines3 is not installed."""
-    try:
-        import stable_baselines3  # noqa: F401
-    except ImportError:
-        return None
+def sb3_policy_class(model: SB3Model) -> type | None:
+    """SB3's (or sb3-contrib's) policy class of `model`; None when the library it needs is not installed."""
     import importlib
-
-    from ..envs import make_env
 
     classes = SB3_CNN_POLICY_CLASSES if model.uses_cnn else SB3_POLICY_CLASSES
     classes = SB3_MULTI_INPUT_POLICY_CLASSES if model.multi_input_images else classes
-    module_name, class_name = classes[model.algo].rsplit(".", 1)
-    if model.algo == "recurrent_ppo" or model.maskable:
-        try:
-            import sb3_contrib  # noqa: F401
-        except ImportError:
-            return None
-    if model.maskable:
-        module_name, class_name = MASKABLE_POLICIES, "MaskableActorCriticPolicy"
-    policy_class = getattr(importlib.import_module(module_name), class_name)
+    path = f"{MASKABLE_POLICIES}.MaskableActorCriticPolicy" if model.maskable else classes[model.algo]
+    module_name, class_name = path.rsplit(".", 1)
+    try:
+        return getattr(importlib.import_module(module_name), class_name)
+    except ImportError:  # stable-baselines3, or sb3-contrib for MaskablePPO and RecurrentPPO, is not installed
+        return None
+
+
+def sb3_reference(model: SB3Model, env_id: str, normalizer: ObsNormalizer | None, pipeline: Any = None):
+    """SB3's own `predict(obs, deterministic=True)` for the model, built from its class, the spaces of the env
+    (inside `pipeline`) and the weights (no pickle); None when stable-baselines3 is not installed."""
+    from ..envs import make_env
+
+    policy_class = sb3_policy_class(model)
+    if policy_class is None:
+        return None
+    class_name = policy_class.__name__
     kwargs = {
         key: value for key, value in model.policy_kwargs.items() if not isinstance(value, (dict, str)) or key in ("net_arch",)
     }
