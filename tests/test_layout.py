@@ -198,7 +198,6 @@ COVERED_BY = {
     "interop/bundle.py": "tests/interop/test_exporter.py",
     "interop/manifest.py": "tests/web/test_player.py",
     "interop/onnx_actions.py": "tests/interop/test_importer.py",
-    "interop/playback.py": "tests/web/test_player.py",
     "interop/safe_pickle.py": "tests/interop/test_importer.py",
     "speed/numba_nets.py": "tests/speed/test_numba_kernels.py",
     "speed/numba_sac.py": "tests/speed/test_sac_backward.py",

@@ -1,10 +1,10 @@
-"""The player feeds a Dict observation key by key and a core's legal moves as the action mask, as Python does
-(its own module: a browser of its own, next to test_player.py's shared page)."""
+"""Python's onnxruntime episode of a bundle (`playback.onnx_episode`, the reference the browser player matches)
+feeds a Dict observation key by key and a core's legal moves as the action mask, and the player does the same.
+(The reference bundles' episodes are compared in tests/web/test_player.py.)"""
 
 from __future__ import annotations
 
 import numpy as np
-from test_player import needs_browser
 
 from thrust_app.envs.core import make_core
 from thrust_app.interop.bundle import OnnxPolicy
@@ -15,7 +15,6 @@ from thrust_app.web.browser import player_page
 from thrust_app.web.server import PlayerServer
 
 
-@needs_browser
 def test_a_dict_observation_with_action_masks_plays_in_the_player(tmp_path):
     """The card game's bundle takes its Dict as one input per key (split by Python's manifest module under
     Pyodide) and the legal moves as `action_mask`: an early policy, whose unmasked choices include forbidden
