@@ -54,3 +54,15 @@ def test_an_image_policy_plays_in_its_pipeline_and_the_video_shows_the_game(env_
     assert tuple(meta["size"]) == size
     if fps is not None:
         assert meta["fps"] == fps
+
+
+def test_a_recurrent_policy_plays_with_its_memory_carried():
+    """The reference recurrent bundle's policy: the video's episode is the one `evaluate` plays (memory carried,
+    zeros at the start), the pole balanced with its velocities hidden."""
+    from thrust_app.interop.bundle import OnnxPolicy, load_bundle
+    from thrust_app.training.evaluation import evaluate
+    from thrust_app.web.server import REFERENCE_DIR
+
+    policy = OnnxPolicy(load_bundle(REFERENCE_DIR / "cartpole-novel-recurrent_ppo"))
+    recording = record_episode(policy, "cartpole-novel", seed=4)
+    assert recording.episode_return == evaluate(policy, "cartpole-novel", episodes=1, seed=4).returns[0] >= 400

@@ -41,9 +41,10 @@ def record_episode(
     fps: int | None = None,
     pipeline: Pipeline | None = None,
 ) -> Recording:
-    """Play one deterministic episode with `act` (batch of obs -> batch of actions), encoding every frame. The
-    policy sees the env through its observation `pipeline`; the video shows the env's own frames (an Atari
-    game in colour at full size, not the 84 x 84 grey stack the policy reads)."""
+    """Play one deterministic episode with `act` (batch of obs -> batch of actions; a policy with memory, as
+    `evaluate` calls it, carries it from step to step), encoding every frame. The policy sees the env through its
+    observation `pipeline`; the video shows the env's own frames (an Atari game in colour at full size, not the
+    84 x 84 grey stack the policy reads)."""
     import imageio_ffmpeg
 
     codec, options, mime = FORMATS[video_format]
@@ -55,6 +56,7 @@ def record_episode(
     obs, info = env.reset(seed=seed)
     method = has_mask_method(env)
     mask = env_action_mask(env, info, method)
+    memory = np.zeros((1, getattr(act, "state_size", 0)), np.float32)  # a recurrent policy's, zeros at the start
     frame = video_frame(env.render())
     with tempfile.TemporaryDirectory() as folder:
         path = Path(folder) / f"episode.{video_format}"
@@ -72,7 +74,12 @@ def record_episode(
         total, steps, done = 0.0, 0, False
         while not done:
             batch = obs[None] if obs.dtype == np.uint8 else obs[None].astype(np.float32)
-            action = np.asarray(act(batch) if mask is None else act(batch, mask[None]))[0]
+            masks = None if mask is None else mask[None]
+            if memory.shape[1]:
+                action, memory = act(batch, masks, memory)
+            else:
+                action = act(batch) if masks is None else act(batch, masks)
+            action = np.asarray(action)[0]
             obs, reward, terminated, truncated, info = env.step(action if action.ndim else action.item())
             mask = env_action_mask(env, info, method)
             total += float(reward)
@@ -100,16 +107,8 @@ def video_frame(frame: np.ndarray) -> np.ndarray:
 
 def run_policy(run_dir: Path):
     """(env id, act function, observation pipeline) of a run's trained deterministic policy."""
-    import torch
-
-    from ..algos.base import deterministic_action
+    from ..algos.base import NumpyPolicy
     from ..training.trainer import load_policy
 
     spec, policy = load_policy(run_dir)
-
-    def act(obs, masks=None):
-        with torch.no_grad():
-            mask = None if masks is None else torch.as_tensor(masks)
-            return deterministic_action(policy, torch.as_tensor(obs), mask).numpy()
-
-    return spec.env, act, Pipeline.of(spec.config)
+    return spec.env, NumpyPolicy(policy), Pipeline.of(spec.config)
