@@ -38,23 +38,36 @@ LARGE = 256
 
 def python_runtimes(bundle, rng):
     """name -> factory(batch) -> callable, for the runtimes in this process."""
-    shape = bundle.manifest["observation"]["shape"]
     graph = torch_policy_from_bundle(bundle)
     cpu = OnnxPolicy(bundle)
     runtimes = {"torch eager": lambda obs: _torch_call(graph, obs), "onnxruntime cpu": cpu.run}
     if "CUDAExecutionProvider" in ort.get_available_providers():
         runtimes["onnxruntime cuda"] = OnnxPolicy(bundle, ["CUDAExecutionProvider"]).run
-    check = rng.normal(size=(8, *shape)).astype(np.float32)
+    check = observations(bundle, rng, 8)
     want = _torch_call(graph, check)
     got = cpu.run(check)[bundle.action_output]
     assert np.allclose(np.asarray(want, dtype=np.float64), got.astype(np.float64), atol=1e-4), "torch rebuild differs"
     return runtimes
 
 
+def observations(bundle, rng, n: int) -> np.ndarray:
+    """`n` observations for `bundle`: N(0, 1) vectors, or a Dict observation's valid parts flattened."""
+    import gymnasium as gym
+
+    from thrust_app.envs import env_parted_space
+
+    space = env_parted_space(bundle.env_id) if bundle.manifest["observation"].get("parts") else None
+    if space is None:
+        return rng.normal(size=(n, *bundle.manifest["observation"]["shape"])).astype(np.float32)
+    space.seed(int(rng.integers(2**31)))
+    return np.stack([gym.spaces.flatten(space, space.sample()) for _ in range(n)]).astype(np.float32)
+
+
 def _torch_call(graph, obs):
     with torch.no_grad():
-        out = graph(torch.from_numpy(obs))
-    return (out[1] if isinstance(out, tuple) else out).numpy()
+        memory = [torch.zeros(len(obs), graph.policy.state_size)] if graph.recurrent else []  # zeros: an episode's start
+        out = graph(torch.from_numpy(obs), *memory)
+    return (out[1] if isinstance(out, tuple) and graph.discrete else out[0] if isinstance(out, tuple) else out).numpy()
 
 
 def main() -> None:
@@ -71,11 +84,10 @@ def main() -> None:
     bundles = [load_bundle(p) for p in sorted(args.export_dir.iterdir()) if (p / "manifest.json").is_file()]
     rows = []
     for bundle in bundles:
-        shape = bundle.manifest["observation"]["shape"]
         benches, units = {}, {}
         for name, call in python_runtimes(bundle, rng).items():
             for batch in (1, LARGE):
-                obs = rng.normal(size=(batch, *shape)).astype(np.float32)
+                obs = observations(bundle, rng, batch)
                 benches[f"{name}|{batch}"] = lambda call=call, obs=obs: call(obs)
                 units[f"{name}|{batch}"] = batch
         for key, m in run_rounds(benches, rounds, min_time, min_time / 2, units=units).items():

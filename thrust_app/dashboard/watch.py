@@ -41,10 +41,9 @@ def record_episode(
     fps: int | None = None,
     pipeline: Pipeline | None = None,
 ) -> Recording:
-    """Play one deterministic episode with `act` (batch of obs -> batch of actions; a policy with memory, as
-    `evaluate` calls it, carries it from step to step), encoding every frame. The policy sees the env through its
-    observation `pipeline`; the video shows the env's own frames (an Atari game in colour at full size, not the
-    84 x 84 grey stack the policy reads)."""
+    """Play one deterministic episode with `act` (as `evaluate` calls it: memory carried), encoding every frame.
+    The policy sees the env through its observation `pipeline`; the video shows the env's own frames (an Atari
+    game in colour at full size, not the 84 x 84 grey stack the policy reads)."""
     import imageio_ffmpeg
 
     codec, options, mime = FORMATS[video_format]
@@ -73,13 +72,7 @@ def record_episode(
         writer.send(frame)
         total, steps, done = 0.0, 0, False
         while not done:
-            batch = obs[None] if obs.dtype == np.uint8 else obs[None].astype(np.float32)
-            masks = None if mask is None else mask[None]
-            if memory.shape[1]:
-                action, memory = act(batch, masks, memory)
-            else:
-                action = act(batch) if masks is None else act(batch, masks)
-            action = np.asarray(action)[0]
+            action, memory = policy_step(act, obs, mask, memory)
             obs, reward, terminated, truncated, info = env.step(action if action.ndim else action.item())
             mask = env_action_mask(env, info, method)
             total += float(reward)
@@ -90,6 +83,18 @@ def record_episode(
         env.close()
         video = path.read_bytes()
     return Recording(video, mime, total, steps, time.perf_counter() - started)
+
+
+def policy_step(act: Callable, obs: np.ndarray, mask: np.ndarray | None, memory: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The policy's action for one observation (among the allowed ones, under a mask) and its memory after it (a
+    policy without memory keeps an empty one)."""
+    batch = obs[None] if obs.dtype == np.uint8 else obs[None].astype(np.float32)
+    masks = None if mask is None else mask[None]
+    if memory.shape[1]:
+        action, memory = act(batch, masks, memory)
+    else:
+        action = act(batch) if masks is None else act(batch, masks)
+    return np.asarray(action)[0], memory
 
 
 #: Frames smaller than this (MinAtar's 10 x 10 grid) are enlarged, cell by cell, to at least this size.

@@ -137,7 +137,7 @@ export class Policy {
   // the action mask (all allowed where none is given) for a bundle that takes one.
   feed(data, batch, state, mask = null) {
     const feed = this.parts
-      ? this.partsFeed(data)
+      ? this.partsFeed(data, batch)
       : { [this.inputName]: new ort.Tensor("float32", data, [batch, ...this.manifest.observation.shape]) };
     const maskInput = this.manifest.inputs.find((input) => input.name === "action_mask");
     if (maskInput) {
@@ -154,22 +154,31 @@ export class Policy {
     return feed;
   }
 
-  // One Dict observation (flat, as gymnasium flattens it) as one input per part, each as the env gives it.
-  partsFeed(flat) {
-    const values = this.python.manifests.split_observation(Array.from(flat), this.python.pyodide.toPy(this.parts));
-    const parts = values.toJs();
-    values.destroy();
+  // `batch` Dict observations (flat, as gymnasium flattens them) as one input per part, each as the env gives it.
+  partsFeed(flat, batch = 1) {
+    const size = flat.length / batch;
+    const parts = this.python.pyodide.toPy(this.parts);
+    const rows = Array.from({ length: batch }, (_, row) => {
+      const values = this.python.manifests.split_observation(
+        Array.from(flat.subarray(row * size, (row + 1) * size)),
+        parts,
+      );
+      const out = values.toJs();
+      values.destroy();
+      return out;
+    });
+    parts.destroy();
     const feed = {};
     this.parts.forEach((part, i) => {
       const { dtype, shape } = this.manifest.inputs.find((input) => input.name === part.name);
-      const flatValues = [parts[i]].flat(3);
+      const flatValues = rows.flatMap((row) => [row[i]].flat(3));
       const typed =
         dtype === "int64"
           ? BigInt64Array.from(flatValues, BigInt)
           : dtype === "uint8"
             ? Uint8Array.from(flatValues)
             : Float32Array.from(flatValues);
-      feed[part.name] = new ort.Tensor(dtype, typed, [1, ...shape.slice(1)]);
+      feed[part.name] = new ort.Tensor(dtype, typed, [batch, ...shape.slice(1)]);
     });
     return feed;
   }
