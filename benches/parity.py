@@ -148,12 +148,9 @@ def policy_kwargs(algo: str, c: dict, image: bool) -> dict:
     if algo in ("ppo", "a2c", "recurrent_ppo"):
         kwargs["activation_fn"] = {"tanh": torch.nn.Tanh, "relu": torch.nn.ReLU}[c["activation"]]
         kwargs["log_std_init"] = c["log_std_init"]
+        kwargs["ortho_init"] = c["ortho_init"]
     if algo == "recurrent_ppo":  # sb3-contrib's MlpLstmPolicy
-        kwargs |= {
-            "ortho_init": c["ortho_init"],
-            "lstm_hidden_size": c["lstm_hidden_size"],
-            "n_lstm_layers": c["n_lstm_layers"],
-        }
+        kwargs |= {"lstm_hidden_size": c["lstm_hidden_size"], "n_lstm_layers": c["n_lstm_layers"]}
         kwargs |= {"enable_critic_lstm": c["critic_rnn"] == "separate", "shared_lstm": c["critic_rnn"] == "shared"}
     if algo == "td3":
         kwargs["n_critics"] = c["n_critics"]

@@ -55,3 +55,24 @@ def test_checkpoints_naming_the_input_layer_first_still_load():
     twin = ActorCritic((4,), Discrete(2))
     twin.load_state_dict(state)
     torch.testing.assert_close(twin.flat, net.flat)
+
+
+def test_ortho_init_false_starts_every_layer_as_torch_does():
+    """SB3's ortho_init=False (the zoo's tuned MuJoCo PPO entries): no orthogonal layers, each layer's weights and
+    biases within torch's nn.Linear range +-1/sqrt(inputs); with ortho_init the towers' rows are orthogonal."""
+    import math
+
+    from thrust_app.envs.core import Box
+
+    space = Box((-1.0,), (1.0,), (1,))
+    torch.manual_seed(0)
+    plain = ActorCritic((17,), space, (64, 64), "relu", ortho_init=False)
+    orthogonal = ActorCritic((17,), space, (64, 64), "relu")
+    for net in (plain, orthogonal):
+        first = net.towers.input_layer.weight[:64]  # the policy tower's first layer, (64, 17)
+        is_orthogonal = torch.allclose(first.T @ first, 2 * torch.eye(17), atol=1e-4)  # gain sqrt(2): W^T W = 2 I
+        assert is_orthogonal == (net is orthogonal)
+    for weight, n_in in ((plain.towers.input_layer.weight, 17), (plain.towers.weights[0], 64), (plain.pi_head.weight, 64)):
+        bound = 1 / math.sqrt(n_in)
+        assert weight.abs().max() <= bound and weight.abs().max() > 0.8 * bound
+    assert plain.towers.biases[0].abs().max() > 0  # torch's biases are not zero

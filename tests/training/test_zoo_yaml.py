@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 
 import pytest
+import yaml
 
 from thrust_app.algos import DQNConfig, PPOConfig
 from thrust_app.config import ConfigError
@@ -63,7 +64,8 @@ def test_a_run_exported_as_zoo_yaml_loads_back_to_the_same_settings():
     spec = make_spec("ppo", "cartpole", 50_000, overrides={"gamma": 0.97, "hidden": "32,32", "activation": "relu"})
     text = to_zoo_yaml(dataclasses.asdict(spec))
     assert "\nCartPole-v1:\n" in text and "learning_rate: lin_0.001" in text
-    assert "policy_kwargs: dict(net_arch=[32, 32], activation_fn=nn.ReLU, log_std_init=0.0)" in text
+    kwargs = yaml.safe_load(text)["CartPole-v1"]["policy_kwargs"]
+    assert kwargs == "dict(net_arch=[32, 32], activation_fn=nn.ReLU, log_std_init=0.0, ortho_init=True)"
     assert "#   update: handwritten" in text
     env_id, timesteps, overrides = from_zoo_yaml(text, fields(PPOConfig))
     assert (env_id, timesteps) == ("CartPole-v1", 50_000)

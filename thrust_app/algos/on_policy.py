@@ -39,6 +39,9 @@ class OnPolicyConfig(AlgoConfig):
     max_grad_norm: float = param(0.5, "gradient norm clip", gt=0)
     activation: Literal["tanh", "relu"] = param("tanh", "MLP activation")
     log_std_init: float = param(0.0, "initial log std of the Gaussian policy (Box actions)")
+    ortho_init: bool = param(
+        True, "orthogonal initialisation of the layers and heads (SB3's ortho_init; false: torch's defaults)"
+    )
     update: Literal["handwritten", "reference"] = param("handwritten", ON_POLICY_UPDATE_HELP)
 
     def check_fits(self, timesteps: int, obs_bytes: int) -> None:
@@ -72,7 +75,13 @@ class OnPolicyAlgorithm(Algorithm):
         """The actor-critic this algorithm trains (recurrent PPO builds one with memory)."""
         config = self.config
         return ActorCritic(
-            self.obs_shape, self.action_space, config.hidden, config.activation, config.log_std_init, self.obs_parts
+            self.obs_shape,
+            self.action_space,
+            config.hidden,
+            config.activation,
+            config.log_std_init,
+            self.obs_parts,
+            config.ortho_init,
         )
 
     @abstractmethod

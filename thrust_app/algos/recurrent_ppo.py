@@ -39,7 +39,6 @@ class RecurrentPPOConfig(PPOConfig):
         "the critic's memory: an RNN of its own (sb3-contrib's enable_critic_lstm=True), the actor's without "
         "training it (shared_lstm=True), or none, a linear layer (both False)",
     )
-    ortho_init: bool = param(True, "orthogonal initialisation of the MLPs and heads (SB3's ortho_init)")
     acting: Literal["numpy", "torch"] = param(
         "torch", "how the policy acts while collecting: torch (the only form for memory)"
     )

@@ -232,6 +232,17 @@ class TwinTowers(nn.Module):
         self.out_dim = hidden[-1]
         self._register_load_state_dict_pre_hook(_rename_first_layer)
 
+    def init_default(self) -> None:
+        """Every layer as torch's nn.Linear starts: weights and biases uniform in +-1/sqrt(inputs) (SB3's
+        ortho_init=False)."""
+        with torch.no_grad():
+            for layer, (weight, bias) in enumerate(
+                ((self.input_layer.weight, self.input_layer.bias), *zip(self.weights, self.biases, strict=True))
+            ):
+                bound = 1.0 / math.sqrt(self.input_layer.in_features if layer == 0 else weight.shape[1])
+                nn.init.uniform_(weight, -bound, bound)
+                nn.init.uniform_(bias, -bound, bound)
+
     def init(self, gain: float) -> None:
         width = self.hidden[0]
         with torch.no_grad():
@@ -376,6 +387,7 @@ class ActorCritic(ActionHead, FlatParameters):
         activation: str = "tanh",
         log_std_init: float = 0.0,
         parts: Sequence | None = None,
+        ortho_init: bool = True,
     ) -> None:
         super().__init__()
         n_out = self.init_action_space(action_space)
@@ -392,11 +404,14 @@ class ActorCritic(ActionHead, FlatParameters):
             features = self.towers.out_dim
         self.pi_head = nn.Linear(features, n_out)
         self.vf_head = nn.Linear(features, 1)
-        orthogonal_init(self, math.sqrt(2))
-        if not self.uses_cnn:
-            self.towers.init(math.sqrt(2))
-        orthogonal_init(self.pi_head, 0.01)
-        orthogonal_init(self.vf_head, 1.0)
+        if ortho_init:  # SB3's gains: sqrt(2) for the encoders and towers, 0.01 policy head, 1 value head
+            orthogonal_init(self, math.sqrt(2))
+            if not self.uses_cnn:
+                self.towers.init(math.sqrt(2))
+            orthogonal_init(self.pi_head, 0.01)
+            orthogonal_init(self.vf_head, 1.0)
+        elif not self.uses_cnn:  # torch's defaults throughout (the other layers have them from their constructors)
+            self.towers.init_default()
         self.init_log_std(action_space, n_out, log_std_init)
         self.flatten_parameters()
 

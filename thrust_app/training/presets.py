@@ -214,11 +214,10 @@ _add(
 )
 
 # MuJoCo (gymnasium's v5 tasks; the zoo's entries are for v4, the same tasks): the zoo's entries as they are.
-# Its tuned PPO entries also set ortho_init=False, which Thrust's actor-critic (always orthogonal) cannot.
 _MUJOCO = ("HalfCheetah-v5", "Hopper-v5", "Walker2d-v5", "Ant-v5", "Humanoid-v5")
 _ZOO_MUJOCO = "rl-baselines3-zoo hyperparams/{algo}.yml, {env} (the zoo's v4 entry)"
 _SB3_PPO = {"n_envs": 1, "n_steps": 2048, "batch_size": 64}  # the zoo's untuned entries run SB3's defaults
-_TUNED_PPO_NET = {"log_std_init": -2.0, "activation": "relu", "hidden": (256, 256)}
+_TUNED_PPO_NET = {"log_std_init": -2.0, "ortho_init": False, "activation": "relu", "hidden": (256, 256)}
 _PPO_MUJOCO = {
     "HalfCheetah-v5": {"batch_size": 64, "gamma": 0.98, "learning_rate": 2.0633e-05, "ent_coef": 0.000401762}
     | {"clip_range": 0.1, "n_epochs": 20, "gae_lambda": 0.92, "max_grad_norm": 0.8, "vf_coef": 0.58096}
@@ -237,15 +236,7 @@ for _env in _MUJOCO:
     _source = lambda algo, env=_env: _ZOO_MUJOCO.format(algo=algo, env=env.replace("-v5", "-v4"))  # noqa: E731
     _tuned = _env in _PPO_MUJOCO
     _ppo = {"normalize": True, "n_envs": 1, "n_steps": 512} | _PPO_MUJOCO[_env] if _tuned else _SB3_PPO | {"normalize": True}
-    _add(
-        "ppo",
-        (_env,),
-        Preset(
-            10_000_000 if _env == "Humanoid-v5" else 1_000_000,
-            _ppo,
-            _source("ppo") + (", without ortho_init=False" if "log_std_init" in _ppo else ""),
-        ),
-    )
+    _add("ppo", (_env,), Preset(10_000_000 if _env == "Humanoid-v5" else 1_000_000, _ppo, _source("ppo")))
     _add("a2c", (_env,), Preset(_long, {"normalize": True, "n_envs": 1}, _source("a2c")))
     _add("sac", (_env,), Preset(_long, {"learning_starts": 10_000}, _source("sac")))
     _td3 = {"learning_starts": 10_000, "noise_type": "normal", "noise_std": 0.1, "learning_rate": 1e-3}
