@@ -11,7 +11,7 @@ from gymnasium.utils.env_checker import check_env
 import thrust_app  # noqa: F401  (registers the envs)
 from thrust_app.envs import UnknownEnvError, make_env
 
-THRUST_IDS = ["thrust/Bandit-v0", "thrust/CartPole-v0", "thrust/Pendulum-v0", "thrust/Snake-v0"]
+THRUST_IDS = ["thrust/Bandit-v0", "thrust/CartPole-v0", "thrust/Pendulum-v0", "thrust/Snake-v0", "thrust/MountainCar-v0"]
 
 
 @pytest.mark.parametrize("env_id", THRUST_IDS)
@@ -90,3 +90,34 @@ def test_pendulum_equals_gymnasium_pendulum_v1():
         steps, worst = run_pair(ours, theirs, actions)
         assert steps == 200  # truncated by the 200-step limit, as Pendulum-v1
         assert worst <= 1e-6
+
+
+@pytest.mark.parametrize(
+    "ours_id, theirs_id",
+    [("thrust/MountainCar-v0", "MountainCar-v0"), ("thrust/MountainCarContinuous-v0", "MountainCarContinuous-v0")],
+)
+def test_mountain_car_cores_equal_gymnasium_step_for_step(ours_id, theirs_id):
+    """core/mountain_car.py: the same observations exactly (the continuous one's float32 roundings included), rewards
+    and ends, over episodes that reach the flag (a policy pushing with the velocity) and ones cut by the limit."""
+    continuous = "Continuous" in ours_id
+    ends = set()
+    for seed in range(6):
+        ours, theirs = gym.make(ours_id), gym.make(theirs_id)
+        obs, _ = ours.reset(seed=seed)
+        theirs.reset(seed=seed)
+        theirs.unwrapped.state = np.array(ours.unwrapped.core.state, dtype=np.float64)
+        rng = np.random.default_rng(seed)
+        while True:
+            if continuous:
+                push = rng.uniform(-1, 1, size=(1,)) if seed % 2 else np.array([1.0 if obs[1] >= 0 else -1.0])
+                action = push.astype(np.float32)
+            else:
+                action = int(rng.integers(3)) if seed % 2 else (2 if obs[1] >= 0 else 0)
+            o1, r1, term1, trunc1, _ = ours.step(action)
+            o2, r2, term2, trunc2, _ = theirs.step(action)
+            assert np.array_equal(o1, o2) and r1 == pytest.approx(float(r2), abs=1e-12) and (term1, trunc1) == (term2, trunc2)
+            obs = o1
+            if term1 or trunc1:
+                ends.add("flag" if term1 else "limit")
+                break
+    assert ends == {"flag", "limit"}

@@ -5,6 +5,7 @@ feeds a Dict observation key by key and a core's legal moves as the action mask,
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 from thrust_app.envs.core import make_core
 from thrust_app.interop.bundle import OnnxPolicy
@@ -34,3 +35,19 @@ def test_a_dict_observation_with_action_masks_plays_in_the_player(tmp_path):
         unmasked_forbidden += not legal[int(runner.act(np.asarray([obs], np.float32))[0])]  # no mask: all allowed
         obs = core.step(action).obs
     assert unmasked_forbidden > 0  # the mask decided some of these moves
+
+
+@pytest.mark.parametrize("env", ["mountaincar", "mountaincar-continuous"])
+def test_a_mountain_car_bundle_plays_in_the_player_as_in_python(env, tmp_path):
+    """The MountainCar cores run in the tab (gymnasium's dynamics, tested equal step for step in
+    tests/envs/test_gym_adapter.py): a bundle's whole episode there equals Python's onnxruntime one."""
+    algo = "ppo" if env == "mountaincar" else "td3"
+    overrides = {} if algo == "ppo" else {"learning_starts": 100, "hidden": (32, 32)}
+    train(algo, env, timesteps=512, seed=1, run_dir=tmp_path / "run", overrides=overrides, progress=False, log=lambda _: None)
+    bundle = export_run(tmp_path / "run", tmp_path / "export" / "early")
+    with PlayerServer(port=0, export_dir=tmp_path / "export") as server, player_page(server.url) as page:
+        got = page.evaluate("(a) => window.thrustPlayer.runEpisode(a)", {"bundle": "early", "seed": 2, "ep": "wasm"})
+    want = onnx_episode(bundle.path, 2)
+    assert got["steps"] == want.steps
+    np.testing.assert_allclose(np.array(got["actions"], dtype=float), np.array(want.actions, dtype=float), atol=1e-5)
+    assert got["episodeReturn"] == pytest.approx(want.episode_return, rel=1e-5)

@@ -17,6 +17,8 @@ GYMNASIUM_TWINS = {
     "Pendulum-v1": "thrust/Pendulum-v0",
     "CartPoleNoVel-v1": "thrust/CartPoleNoVel-v0",
     "PendulumNoVel-v1": "thrust/PendulumNoVel-v0",
+    "MountainCar-v0": "thrust/MountainCar-v0",
+    "MountainCarContinuous-v0": "thrust/MountainCarContinuous-v0",
 }
 
 if TYPE_CHECKING:

@@ -95,6 +95,16 @@ class SnakeEnv(ThrustEnv):
     metadata: ClassVar[dict[str, Any]] = {"render_modes": ["rgb_array"], "render_fps": 10}
 
 
+class MountainCarEnv(ThrustEnv):
+    core_cls = cores.MountainCar
+    metadata: ClassVar[dict[str, Any]] = {"render_modes": ["rgb_array"], "render_fps": 30}
+
+
+class MountainCarContinuousEnv(ThrustEnv):
+    core_cls = cores.MountainCarContinuous
+    metadata: ClassVar[dict[str, Any]] = {"render_modes": ["rgb_array"], "render_fps": 30}
+
+
 class CardsEnv(MaskedThrustEnv):
     core_cls = cores.Cards
 
@@ -107,10 +117,8 @@ class PendulumNoVelEnv(PendulumEnv):
     core_cls = cores.PendulumNoVel
 
 
-GYM_ENVS: dict[str, type[ThrustEnv]] = {
-    cls.core_cls.id: cls
-    for cls in (BanditEnv, CartPoleEnv, PendulumEnv, SnakeEnv, CartPoleNoVelEnv, PendulumNoVelEnv, CardsEnv)
-}
+_ADAPTERS = (BanditEnv, CartPoleEnv, PendulumEnv, SnakeEnv, CartPoleNoVelEnv, PendulumNoVelEnv, CardsEnv)
+GYM_ENVS: dict[str, type[ThrustEnv]] = {cls.core_cls.id: cls for cls in (*_ADAPTERS, MountainCarEnv, MountainCarContinuousEnv)}
 
 
 def make_no_velocity(base_id: str, **kwargs: Any) -> gym.Env:

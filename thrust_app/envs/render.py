@@ -114,6 +114,26 @@ def render_bandit(state: dict[str, Any], width: int = 400, height: int = 300) ->
     return frame
 
 
+def render_mountain_car(state: dict[str, Any], width: int = 400, height: int = 300) -> np.ndarray:
+    """The valley (height sin(3x) * 0.45 + 0.55 over x in [-1.2, 0.6]), the flag at the goal, the car, and its push:
+    green to the right, red to the left."""
+    frame = _canvas(width, height)
+    to_x = lambda x: (x + 1.2) / 1.8 * (width - 40) + 20  # noqa: E731
+    to_y = lambda h: height - 30 - h * (height - 80)  # noqa: E731
+    xs = np.linspace(-1.2, 0.6, 60)
+    ys = np.sin(3 * xs) * 0.45 + 0.55
+    for x0, y0, x1, y1 in zip(xs[:-1], ys[:-1], xs[1:], ys[1:], strict=True):
+        _segment(frame, to_x(x0), to_y(y0), to_x(x1), to_y(y1), 3, INK)
+    goal_x, goal_y = to_x(state["goal"]), to_y(math.sin(3 * state["goal"]) * 0.45 + 0.55)
+    _rect(frame, goal_x, goal_y - 40, goal_x + 2, goal_y, INK)
+    _rect(frame, goal_x + 2, goal_y - 40, goal_x + 22, goal_y - 28, ACCENT)
+    car_x, car_y = to_x(state["position"]), to_y(state["height"]) - 10
+    _disc(frame, car_x, car_y, 10, INK)
+    if state["push"]:
+        _segment(frame, car_x, car_y, car_x + 30 * state["push"], car_y, 4, GOOD if state["push"] > 0 else BAD)
+    return frame
+
+
 def render_cards(state: dict[str, Any], width: int = 400, height: int = 300) -> np.ndarray:
     """Six cards: those in hand dark, the others faded; the target's top in blue; the card just played marked
     underneath, green for the target, red for a forbidden one."""
@@ -137,6 +157,8 @@ _RENDERERS = {
     "thrust/CartPoleNoVel-v0": render_cartpole,
     "thrust/PendulumNoVel-v0": render_pendulum,
     "thrust/Cards-v0": render_cards,
+    "thrust/MountainCar-v0": render_mountain_car,
+    "thrust/MountainCarContinuous-v0": render_mountain_car,
 }
 
 

@@ -170,7 +170,7 @@ for _algo in ("td3", "ddpg"):
     _add(_algo, _PENDULUM_IDS, Preset(20_000, _ZOO_PENDULUM_TD3, ZOO.format(algo=_algo, env="Pendulum-v1")))
     _add(
         _algo,
-        ("MountainCarContinuous-v0",),
+        ("MountainCarContinuous-v0", "thrust/MountainCarContinuous-v0"),
         Preset(300_000, _ZOO_MOUNTAIN_CAR_TD3, ZOO.format(algo=_algo, env="MountainCarContinuous-v0")),
     )
 _add(
@@ -265,6 +265,17 @@ _add(
         | {"ent_coef": 0.0, "learning_rate": 1e-3, "clip_range": 0.2, "log_std_init": -0.5}
         | _ZOO_LSTM_NET,
         ZOO.format(algo="ppo_lstm", env="PendulumNoVel-v1") + " without gSDE (Thrust has none); log_std_init -0.5 instead",
+    ),
+)
+
+# MountainCar's sparse reward: the zoo's PPO entry (16 envs x 16 steps, normalised; its budget is 1M steps).
+_add(
+    "ppo",
+    ("MountainCar-v0", "thrust/MountainCar-v0"),
+    Preset(
+        1_000_000,
+        {"normalize": True, "n_envs": 16, "n_steps": 16, "gae_lambda": 0.98, "gamma": 0.99, "n_epochs": 4, "ent_coef": 0.0},
+        ZOO.format(algo="ppo", env="MountainCar-v0"),
     ),
 )
 

@@ -94,6 +94,26 @@ function bandit(ctx, s) {
   }
 }
 
+// The same drawing as render.py's render_mountain_car.
+function mountainCar(ctx, s) {
+  const { width: w, height: h } = ctx.canvas;
+  const toX = (x) => ((x + 1.2) / 1.8) * (w - 40) + 20;
+  const toY = (y) => h - 30 - y * (h - 80);
+  const valley = (x) => Math.sin(3 * x) * 0.45 + 0.55;
+  for (let i = 0; i < 59; i++) {
+    const [x0, x1] = [-1.2 + (1.8 * i) / 59, -1.2 + (1.8 * (i + 1)) / 59];
+    line(ctx, toX(x0), toY(valley(x0)), toX(x1), toY(valley(x1)), 3, C.ink);
+  }
+  const [goalX, goalY] = [toX(s.goal), toY(valley(s.goal))];
+  ctx.fillStyle = C.ink;
+  ctx.fillRect(goalX, goalY - 40, 2, 40);
+  ctx.fillStyle = C.accent;
+  ctx.fillRect(goalX + 2, goalY - 40, 20, 12);
+  const [carX, carY] = [toX(s.position), toY(s.height) - 10];
+  disc(ctx, carX, carY, 10, C.ink);
+  if (s.push) line(ctx, carX, carY, carX + 30 * s.push, carY, 4, s.push > 0 ? C.good : C.bad);
+}
+
 // The same drawing as render.py's render_cards.
 function cards(ctx, s) {
   const { width: w } = ctx.canvas;
@@ -121,6 +141,8 @@ const DRAW = {
   "thrust/CartPoleNoVel-v0": cartpole,
   "thrust/PendulumNoVel-v0": pendulum,
   "thrust/Cards-v0": cards,
+  "thrust/MountainCar-v0": mountainCar,
+  "thrust/MountainCarContinuous-v0": mountainCar,
 };
 
 export function draw(canvas, envId, state) {

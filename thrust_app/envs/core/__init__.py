@@ -13,12 +13,24 @@ from .base import Box, CoreEnv, Discrete, EnvError, EpisodeOverError, InvalidAct
 from .cards import Cards
 from .cartpole import CartPole
 from .hidden_velocity import CartPoleNoVel, PendulumNoVel
+from .mountain_car import MountainCar, MountainCarContinuous
 from .pendulum import Pendulum
 from .snake import Snake
 
 #: Thrust's environments by registered id.
 CORE_ENVS: dict[str, type[CoreEnv]] = {
-    cls.id: cls for cls in (SimpleBandit, CartPole, Pendulum, Snake, CartPoleNoVel, PendulumNoVel, Cards)
+    cls.id: cls
+    for cls in (
+        SimpleBandit,
+        CartPole,
+        Pendulum,
+        Snake,
+        CartPoleNoVel,
+        PendulumNoVel,
+        Cards,
+        MountainCar,
+        MountainCarContinuous,
+    )
 }
 
 #: Short names a user may type instead of the full id.
@@ -30,6 +42,8 @@ ALIASES: dict[str, str] = {
     "cartpole-novel": CartPoleNoVel.id,
     "pendulum-novel": PendulumNoVel.id,
     "cards": Cards.id,
+    "mountaincar": MountainCar.id,
+    "mountaincar-continuous": MountainCarContinuous.id,
 }
 
 
@@ -69,6 +83,8 @@ __all__ = [
     "EnvError",
     "EpisodeOverError",
     "InvalidActionError",
+    "MountainCar",
+    "MountainCarContinuous",
     "MultiDiscrete",
     "Pendulum",
     "PendulumNoVel",
