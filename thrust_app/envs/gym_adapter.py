@@ -97,12 +97,10 @@ class SnakeEnv(ThrustEnv):
 
 class MountainCarEnv(ThrustEnv):
     core_cls = cores.MountainCar
-    metadata: ClassVar[dict[str, Any]] = {"render_modes": ["rgb_array"], "render_fps": 30}
 
 
 class MountainCarContinuousEnv(ThrustEnv):
     core_cls = cores.MountainCarContinuous
-    metadata: ClassVar[dict[str, Any]] = {"render_modes": ["rgb_array"], "render_fps": 30}
 
 
 class CardsEnv(MaskedThrustEnv):

@@ -32,13 +32,11 @@ def height(x: float) -> float:
     return math.sin(3 * x) * 0.45 + 0.55
 
 
-class MountainCar(CoreEnv):
-    """Push left (0), not at all (1) or right (2); -1 per step until the flag, up to 200 steps."""
+class Valley(CoreEnv):
+    """What both cars share: the state (position, velocity), the start at rest in [-0.6, -0.4], the last push
+    for the renderers; each car's `_step` is its own."""
 
-    id = "thrust/MountainCar-v0"
     observation_space = OBSERVATION
-    action_space = Discrete(3)
-    max_episode_steps = 200
 
     def __init__(self) -> None:
         super().__init__()
@@ -47,7 +45,18 @@ class MountainCar(CoreEnv):
 
     def _reset(self, rng: random.Random) -> list[float]:
         self.state, self.last_push = [rng.uniform(RESET_LOW, RESET_HIGH), 0.0], 0.0
-        return list(self.state)
+        return [f32(value) for value in self.state]  # gymnasium observes the float64 start as float32
+
+    def render_state(self) -> dict[str, Any]:
+        return {"position": self.state[0], "height": height(self.state[0]), "push": self.last_push, "goal": GOAL_POSITION}
+
+
+class MountainCar(Valley):
+    """Push left (0), not at all (1) or right (2); -1 per step until the flag, up to 200 steps."""
+
+    id = "thrust/MountainCar-v0"
+    action_space = Discrete(3)
+    max_episode_steps = 200
 
     def _step(self, action: int) -> tuple[list[float], float, bool, bool]:
         position, velocity = self.state
@@ -59,26 +68,13 @@ class MountainCar(CoreEnv):
         self.state, self.last_push = [position, velocity], float(action - 1)
         return list(self.state), -1.0, position >= GOAL_POSITION and velocity >= 0, False
 
-    def render_state(self) -> dict[str, Any]:
-        return mountain_render_state(self.state[0], self.last_push)
 
-
-class MountainCarContinuous(CoreEnv):
+class MountainCarContinuous(Valley):
     """A force in [-1, 1]: 100 for reaching the flag, minus 0.1 force^2 per step, up to 999 steps."""
 
     id = "thrust/MountainCarContinuous-v0"
-    observation_space = OBSERVATION
     action_space = Box(low=(-1.0,), high=(1.0,), shape=(1,))
     max_episode_steps = 999
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.state = [0.0, 0.0]
-        self.last_push = 0.0
-
-    def _reset(self, rng: random.Random) -> list[float]:
-        self.state, self.last_push = [rng.uniform(RESET_LOW, RESET_HIGH), 0.0], 0.0
-        return [f32(value) for value in self.state]
 
     def _step(self, action: list[float]) -> tuple[list[float], float, bool, bool]:
         # gymnasium's arithmetic under numpy's rules: the state is float64 at the first step, float32 from then
@@ -104,10 +100,3 @@ class MountainCarContinuous(CoreEnv):
         reward = (100.0 if terminated else 0.0) - action[0] ** 2 * 0.1
         self.state, self.last_push = [f32(position), f32(velocity)], action[0]
         return list(self.state), reward, terminated, False
-
-    def render_state(self) -> dict[str, Any]:
-        return mountain_render_state(self.state[0], self.last_push)
-
-
-def mountain_render_state(position: float, push: float) -> dict[str, Any]:
-    return {"position": position, "height": height(position), "push": push, "goal": GOAL_POSITION}
