@@ -130,6 +130,12 @@ class Algorithm(ABC):
     def policy(self) -> nn.Module:
         """The network whose `act(obs)` is the deterministic policy."""
 
+    @torch.no_grad()
+    def sampled_action(self, obs: torch.Tensor, mask: torch.Tensor | None = None) -> torch.Tensor:
+        """An action of the stochastic policy for `obs` as SB3's `predict(deterministic=False)` gives it: the
+        deterministic one here (TD3's and DDPG's: their exploration noise is for collecting only)."""
+        return deterministic_action(self.policy, obs, mask)
+
     def episodes_restarted(self) -> None:
         """The env started fresh episodes (a resumed gymnasium env restarts them): an algorithm that remembers
         the episodes in progress (recurrent PPO's memory) forgets them here; the others have nothing to forget."""

@@ -122,6 +122,11 @@ class DQN(OffPolicyAlgorithm):
         random = uniform_action(v, self.action_space.n) if mask is None else uniform_allowed(v, mask)
         return torch.where(u < self.exploration_rate, random, greedy)
 
+    @torch.no_grad()
+    def sampled_action(self, obs: torch.Tensor, mask: torch.Tensor | None = None) -> torch.Tensor:
+        """Epsilon-greedy at the current exploration rate, as SB3's DQN predicts when not deterministic."""
+        return self.explore(obs, mask)
+
     def update(self, batch: Batch) -> dict[str, torch.Tensor]:
         """One gradient step on the TD loss, its gradient clipped to max_grad_norm; returns the loss."""
         config = self.config

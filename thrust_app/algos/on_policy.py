@@ -96,6 +96,11 @@ class OnPolicyAlgorithm(Algorithm):
     def policy(self) -> ActorCritic:
         return self.net
 
+    @torch.no_grad()
+    def sampled_action(self, obs: torch.Tensor, mask: torch.Tensor | None = None) -> torch.Tensor:
+        """A draw from pi(.|s) (among the allowed actions), as the env receives it (Box actions clipped)."""
+        return self.net.env_action(self.net.sample(obs, mask)[0])
+
     def stateful_parts(self):
         return {"net": self.net, "optimizer": self.optimizer}
 

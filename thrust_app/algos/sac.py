@@ -71,6 +71,11 @@ class SAC(OffPolicyAlgorithm):
     def explore(self, obs: torch.Tensor) -> torch.Tensor:
         return self.actor.sample(obs)[0]
 
+    @torch.no_grad()
+    def sampled_action(self, obs: torch.Tensor, mask: torch.Tensor | None = None) -> torch.Tensor:
+        """A draw from the squashed Gaussian, in the env's bounds."""
+        return self.explore(obs)
+
     def update(self, batch: Batch) -> dict[str, torch.Tensor]:
         """The three optimizer steps on `batch`, then the critics' targets follow (Polyak); returns the logs."""
         logs = self.optimize(batch)

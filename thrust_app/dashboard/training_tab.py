@@ -8,32 +8,8 @@ import streamlit as st
 
 from thrust_app.dashboard import jobs
 from thrust_app.dashboard.widgets import REFRESH_S, pick_run
+from thrust_app.runs.curves import curves, return_chart
 from thrust_app.runs.files import LAST_CHECKPOINT
-
-
-def curves(train: list[dict], evals: list[dict]) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
-    returns = pd.DataFrame(
-        [{"step": r["step"], "return": r["return_mean"]} for r in train if r.get("return_mean") is not None]
-    )
-    ev = pd.DataFrame(
-        [
-            {
-                "step": r["step"],
-                "eval_mean": r["eval_mean"],
-                "low": r["eval_mean"] - r["eval_std"],
-                "high": r["eval_mean"] + r["eval_std"],
-            }
-            for r in evals
-        ]
-    )
-    losses = pd.DataFrame(
-        [
-            {"step": r["step"], "wall_s": r.get("wall_s"), "loss": k, "value": v}
-            for r in train
-            for k, v in (r.get("losses") or {}).items()
-        ]
-    )
-    return returns, ev, losses
 
 
 def solved_step(info: jobs.RunInfo, evals: list[dict]) -> int | None:
@@ -45,29 +21,6 @@ def solved_step(info: jobs.RunInfo, evals: list[dict]) -> int | None:
     threshold = info.config.get("stop_at_return")
     threshold = SOLVED_AT.get(info.config.get("env")) if threshold is None else threshold
     return next((e["step"] for e in evals if threshold is not None and e["eval_mean"] >= threshold), None)
-
-
-def return_chart(returns: pd.DataFrame, ev: pd.DataFrame) -> alt.Chart | None:
-    layers = []
-    if not returns.empty:
-        layers.append(
-            alt.Chart(returns)
-            .mark_line(color="#9aa0a6")
-            .encode(
-                x=alt.X("step:Q", title="env steps"),
-                y=alt.Y("return:Q", title="return"),
-                tooltip=["step", alt.Tooltip("return:Q", format=".3g")],
-            )
-        )
-    if not ev.empty:
-        base = alt.Chart(ev).encode(x="step:Q")
-        layers += [
-            base.mark_area(opacity=0.2, color="#4285f4").encode(y="low:Q", y2="high:Q"),
-            base.mark_line(point=True, color="#4285f4").encode(
-                y="eval_mean:Q", tooltip=["step", alt.Tooltip("eval_mean:Q", format=".3g")]
-            ),
-        ]
-    return alt.layer(*layers).properties(height=280) if layers else None
 
 
 def metric_panels(losses: pd.DataFrame) -> alt.FacetChart:

@@ -22,7 +22,6 @@ import numpy as np
 import torch
 from torch import nn
 
-from .. import __version__
 from ..algos.base import NumpyPolicy
 from ..envs import env_observation_parts, env_parted_space, env_spaces
 from ..envs.batched import make_batched
@@ -34,6 +33,7 @@ from ..runs.files import CONFIG_FILE, SUMMARY_FILE, RunDirError, read_json
 from ..runs.staging import install, staged_folder
 from ..training.run_spec import RunSpec, load_spec
 from ..training.trainer import load_policy
+from ..version import __version__
 from .bundle import (
     CONTINUOUS_ACTION_DTYPE,
     DISCRETE_ACTION_DTYPE,

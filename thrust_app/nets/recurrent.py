@@ -49,6 +49,14 @@ def clear_ended(state: torch.Tensor, starts: torch.Tensor) -> torch.Tensor:
     return state * (1.0 - starts).view(1, 1, -1, 1)
 
 
+def init_like_sb3(net: RecurrentActorCritic) -> None:
+    """SB3's orthogonal initialisation: gain sqrt(2) for the extractor and the MLPs, 0.01 policy head, 1 value head."""
+    for module, gain in ((net.encoder, math.sqrt(2)), (net.pi_mlp, math.sqrt(2)), (net.vf_mlp, math.sqrt(2))):
+        orthogonal_init(module, gain)
+    orthogonal_init(net.pi_head, 0.01)
+    orthogonal_init(net.vf_head, 1.0)
+
+
 class RecurrentActorCritic(ActionHead, FlatParameters):
     """Policy and value with memory, for recurrent PPO; actions as ActionHead describes."""
 
@@ -72,8 +80,7 @@ class RecurrentActorCritic(ActionHead, FlatParameters):
             raise ValueError(f"critic_rnn must be one of {', '.join(CRITIC_RNN)}, got {critic_rnn!r}")
         n_out = self.init_action_space(action_space)
         self.rnn_type, self.rnn_hidden, self.rnn_layers, self.critic_rnn = rnn_type, rnn_hidden, rnn_layers, critic_rnn
-        #: (h, c) per LSTM, h per GRU
-        self.parts_per_rnn = 2 if rnn_type == "lstm" else 1
+        self.parts_per_rnn = 2 if rnn_type == "lstm" else 1  #: (h, c) per LSTM, h per GRU
         self.obs_shape = tuple(obs_shape)
         # sb3-contrib's features extractor: NatureCNN (or the small CNN) for images, a flatten for vectors, CNNs per
         # image for a Dict observation with images (`parts`)
@@ -91,11 +98,8 @@ class RecurrentActorCritic(ActionHead, FlatParameters):
         width = hidden[-1] if hidden else rnn_hidden
         self.pi_head = nn.Linear(width, n_out)
         self.vf_head = nn.Linear(width, 1)
-        if ortho_init:  # SB3's gains: sqrt(2) for the extractor and the MLPs, 0.01 policy head, 1 value head
-            for module, gain in ((self.encoder, math.sqrt(2)), (self.pi_mlp, math.sqrt(2)), (self.vf_mlp, math.sqrt(2))):
-                orthogonal_init(module, gain)
-            orthogonal_init(self.pi_head, 0.01)
-            orthogonal_init(self.vf_head, 1.0)
+        if ortho_init:
+            init_like_sb3(self)
         self.init_log_std(action_space, n_out, log_std_init)
         self.flatten_parameters()
 
@@ -180,11 +184,15 @@ class RecurrentActorCritic(ActionHead, FlatParameters):
         """The deterministic policy one step on: (logits, action, next state) for discrete actions, (action,
         next state) for Box ones; `state` (N, state_size) is the actor's memory, zeros at an episode's start.
         The RNN step is written out (`rnn_step`): what an exported graph holds is plain matmuls and gates."""
+        head_out, next_state = self.actor_step(obs, state)
+        greedy = self.greedy(head_out, mask)
+        return (*greedy, next_state) if isinstance(greedy, tuple) else (greedy, next_state)
+
+    def actor_step(self, obs: torch.Tensor, state: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """The policy head's output for `obs` after the actor's memory `state` (N, state_size), and the memory after."""
         memory = state.reshape(-1, self.parts_per_rnn, self.rnn_layers, self.rnn_hidden).permute(1, 2, 0, 3)
         out, memory = self.rnn_step(self.actor_rnn, self.encoder(obs), memory)
-        next_state = memory.permute(2, 0, 1, 3).reshape(-1, self.state_size)
-        greedy = self.greedy(self.pi_head(self.pi_mlp(out)), mask)
-        return (*greedy, next_state) if isinstance(greedy, tuple) else (greedy, next_state)
+        return self.pi_head(self.pi_mlp(out)), memory.permute(2, 0, 1, 3).reshape(-1, self.state_size)
 
     def rnn_step(self, rnn: nn.RNNBase, x: torch.Tensor, memory: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """One step of `rnn` on x (N, F) from `memory` (parts_per_rnn, layers, N, H), layer by layer with

@@ -26,6 +26,7 @@ READABLE_VERSIONS = (1, 2)
 CONFIG_FILE = "config.json"  #: the RunSpec, written once before training (and the budget raised by a resume)
 METRICS_FILE = "metrics.jsonl"  #: one train or eval record per line, appended while training
 LAST_CHECKPOINT = "last.pt"  #: everything needed to continue, replaced at each checkpoint
+BEST_CHECKPOINT = "best.pt"  #: the best-evaluated checkpoint, where the model API's KeepBest keeps one
 SUMMARY_FILE = "summary.json"  #: how the run ended, written when it stops
 STOP_FILE = "STOP"  #: created by anyone to ask the run to stop at its next iteration
 

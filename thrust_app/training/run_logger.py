@@ -17,9 +17,9 @@ from typing import Any
 
 import torch
 
-from .. import __version__
 from ..algos.base import Iteration
 from ..runs.files import METRICS_FILE, append_jsonl
+from ..version import __version__
 from .evaluation import EvalResult
 from .run_spec import RunSpec
 

@@ -14,6 +14,7 @@ from ..config import AlgoConfig, ConfigError, apply_overrides
 from ..envs import env_spaces, make_env
 from ..envs.batched import BATCHED_ENVS
 from ..envs.core import UnknownEnvError, resolve_env_id
+from ..envs.instances import register_spec_json
 from ..envs.pipeline import Pipeline
 from ..runs.files import CONFIG_FILE, RunDirError, read_json
 from .presets import Preset, get_preset
@@ -56,6 +57,9 @@ class RunSpec:
     config: dict[str, Any] = dataclasses.field(default_factory=dict)
     #: The values the user set that differ from the preset's (what `command` repeats).
     overrides: dict[str, Any] = dataclasses.field(default_factory=dict)
+    #: For an env object handed to the model API under a derived id (envs/instances.py): its gymnasium
+    #: spec as JSON, registered again wherever the run is read.
+    env_spec: str | None = None
 
     def command(self) -> str:
         """The `thrust train` command line that makes this run again."""
@@ -184,7 +188,7 @@ def make_spec(
 def with_overrides(spec: RunSpec, overrides: dict[str, Any]) -> RunSpec:
     """`spec` with some of its algorithm's settings changed (a PBT exploit's new learning rate), checked
     like any user's choice; everything else (env, seed, budget, intervals) stays."""
-    return make_spec(
+    changed = make_spec(
         spec.algo,
         spec.env,
         spec.timesteps,
@@ -200,6 +204,7 @@ def with_overrides(spec: RunSpec, overrides: dict[str, Any]) -> RunSpec:
         spec.tensorboard,
         spec.preset,
     )
+    return dataclasses.replace(changed, env_spec=spec.env_spec)
 
 
 def load_spec(run_dir: str | Path) -> RunSpec:
@@ -208,6 +213,8 @@ def load_spec(run_dir: str | Path) -> RunSpec:
     if not path.is_file():
         raise RunDirError(f"{run_dir} is not a Thrust run folder (no config.json)")
     saved = read_json(path)
+    if saved.get("env_spec"):  # an env object's spec under a derived id: known again in this process
+        register_spec_json(saved["env"], saved["env_spec"])
     fields = {field.name for field in dataclasses.fields(RunSpec)}
     return RunSpec(**{key: value for key, value in saved.items() if key in fields})
 

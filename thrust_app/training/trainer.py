@@ -23,7 +23,6 @@ from typing import Any
 import numpy as np
 import torch
 
-from .. import __version__
 from ..algos import build_algorithm
 from ..algos.base import Algorithm, NumpyPolicy
 from ..config import ConfigError
@@ -48,6 +47,7 @@ from ..runs.files import (
 )
 from ..runs.lock import RunLock
 from ..speed.switches import apply_speed
+from ..version import __version__
 from .checkpointer import Checkpointer
 from .device import resolve_device
 from .evaluation import evaluate
@@ -317,9 +317,11 @@ def train(
     on_record: RecordListener | None = None,
     on_iteration: IterationHook | None = None,
     log: Callable[[str], None] = print,
+    env_spec: str | None = None,
 ) -> dict[str, Any]:
     """Train `algo` on `env` in a new run folder, from its `preset` ("default", or a named one such as
-    "fast"); returns the summary (also saved as summary.json)."""
+    "fast"); returns the summary (also saved as summary.json). `env_spec`: the gymnasium spec JSON of an env
+    object registered under a derived id (envs/instances.py), kept in config.json."""
     spec = make_spec(
         algo,
         env,
@@ -336,6 +338,7 @@ def train(
         tensorboard,
         preset,
     )
+    spec = dataclasses.replace(spec, env_spec=env_spec)
     torch_device = resolve_device(device, torch_threads)
     run_dir = claim_run_dir(spec, run_dir, runs_root)
     with RunLock(run_dir):

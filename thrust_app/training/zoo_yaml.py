@@ -151,15 +151,25 @@ def _network(policy_kwargs: str, fields: set[str]) -> dict[str, Any]:
     if not (isinstance(tree, ast.Call) and isinstance(tree.func, ast.Name) and tree.func.id == "dict" and not tree.args):
         raise ConfigError(f"policy_kwargs {policy_kwargs!r}: expected dict(key=value, ...)")
     kwargs = {keyword.arg: _kwarg_value(keyword.value, policy_kwargs) for keyword in tree.keywords}
+    return network_fields(kwargs, f"policy_kwargs {policy_kwargs!r}", fields)
+
+
+def network_fields(policy_kwargs: dict[str, Any], described: str, fields: set[str]) -> dict[str, Any]:
+    """Thrust's fields from SB3's policy_kwargs as a dict (`net_arch`, `activation_fn` as "nn.ReLU" or the
+    class itself, `log_std_init`, the LSTM sizes, ...); `described` names them in the one-line refusal of a
+    key Thrust has no field for, for this algorithm."""
+    kwargs = dict(policy_kwargs)
     network: dict[str, Any] = {}
     arch = kwargs.pop("net_arch", None)
     if isinstance(arch, dict):  # dict(pi=[...], vf=[...]): Thrust's policy and value MLPs have one size list
-        if arch.get("pi") != arch.get("vf"):
-            raise ConfigError(f"policy_kwargs {policy_kwargs!r}: Thrust's policy and value MLPs share one net_arch")
+        if list(arch.get("pi") or []) != list(arch.get("vf") or []):
+            raise ConfigError(f"{described}: Thrust's policy and value MLPs share one net_arch")
         arch = arch.get("pi")
     if arch is not None:
         network["hidden"] = tuple(int(size) for size in arch)
     activation = kwargs.pop("activation_fn", None)
+    if isinstance(activation, type):  # torch.nn.ReLU itself, as a Python caller passes it
+        activation = f"nn.{activation.__name__}"
     if activation is not None:
         network["activation"] = {"nn.ReLU": "relu", "nn.Tanh": "tanh"}.get(activation, activation)
     enable, shared = kwargs.pop("enable_critic_lstm", None), kwargs.pop("shared_lstm", None)
@@ -169,7 +179,7 @@ def _network(policy_kwargs: str, fields: set[str]) -> dict[str, Any]:
     unknown = [*kwargs, *(key for key in network if key not in fields)]
     if unknown or network.get("activation") not in (None, "relu", "tanh"):
         what = ", ".join(unknown) or f"activation_fn={activation}"
-        raise ConfigError(f"policy_kwargs {policy_kwargs!r}: Thrust has no setting for {what} (for this algorithm)")
+        raise ConfigError(f"{described}: Thrust has no setting for {what} (for this algorithm)")
     return network
 
 

@@ -14,12 +14,13 @@ import io
 import zipfile
 from pathlib import Path
 
-from .. import __version__
+from ..version import __version__
 
 PACKAGE_ROOT = Path(__file__).resolve().parents[1]
 #: Files of the wheel, relative to the package root; nothing here may import numpy, gymnasium or torch.
 CORE_FILES = [
     "__init__.py",
+    "version.py",
     "envs/__init__.py",
     "interop/__init__.py",
     "interop/manifest.py",
