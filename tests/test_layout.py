@@ -172,6 +172,7 @@ def test_readme_links_nothing_outside_the_repository():
 COVERED_BY = {
     "api/model_file.py": "tests/api/test_model.py",
     "runs/curves.py": "tests/api/test_model.py",
+    "runs/compare_plot.py": "tests/runs/test_compare.py",
     "version.py": "tests/api/test_model.py",
     "algos/action_noise.py": "tests/algos/test_td3.py",
     "nets/obs_normalizer.py": "tests/training/test_normalization.py",

@@ -207,15 +207,20 @@ def _cmd_import(args: argparse.Namespace) -> int:
 
 
 def _cmd_compare(args: argparse.Namespace) -> int:
-    from .runs.compare import DEFAULT_GROUP_BY, compare, format_table
+    from .runs.compare import DEFAULT_GROUP_BY, compare, format_table, load_groups
 
     group_by = tuple(args.group_by.split(",")) if args.group_by else DEFAULT_GROUP_BY
-    table, pairs, skipped = compare(args.runs, group_by, args.reps)
+    table, pairs, skipped = compare(args.runs, group_by, args.reps, args.score, args.threshold)
     if not table:
         raise UsageError("no evaluated runs among those given; train some first (`thrust train ...`)")
-    print(format_table(table, pairs))
+    print(format_table(table, pairs, args.score))
     if skipped:
         print(f"({len(skipped)} run(s) without an evaluation left out: {', '.join(p.name for p in skipped)})")
+    if args.plot:
+        from .runs.compare_plot import plot_comparison
+
+        groups, _ = load_groups(args.runs, group_by, args.threshold)
+        print(f"thrust: figure written to {plot_comparison(groups, table, args.score, args.plot, args.x)}")
     return 0
 
 
@@ -381,14 +386,26 @@ def add_train_command(subcommands: argparse._SubParsersAction) -> None:
 
 
 def add_compare_command(subcommands: argparse._SubParsersAction) -> None:
-    """`thrust compare RUN... [--group-by ...]`."""
+    """`thrust compare RUN... [--score ...] [--group-by ...] [--plot out.png]`."""
+    from .runs.compare import SCORES
+
     cmp = subcommands.add_parser(
         "compare",
         help="compare runs grouped over seeds: mean and IQM with 95%% bootstrap CIs, probability of improvement",
-        description="Each run is scored by its last evaluation; runs that share algo, env and config (any seed) form a group.",
+        description="Runs that share every setting but the seed form a group; each run is scored by --score.",
     )
     cmp.add_argument("runs", nargs="+", help="run folders, or folders of runs such as runs/")
-    cmp.add_argument("--group-by", help="comma list of config.json fields (algo, env, seed, config.KEY, ...)")
+    cmp.add_argument(
+        "--score",
+        choices=list(SCORES),
+        default="final",
+        help="final: the last evaluation; steps / seconds: to the first evaluation at the threshold (a run that "
+        "never got there counts at its whole length); auc: the mean evaluation over the run",
+    )
+    cmp.add_argument("--threshold", type=float, help="return for --score steps/seconds (default: each run's own)")
+    cmp.add_argument("--group-by", help="comma list of config.json fields (algo, env, preset, seed, config.KEY, ...)")
+    cmp.add_argument("--plot", metavar="OUT.png", help="also write the figure: curves, intervals, performance profile")
+    cmp.add_argument("--x", choices=["step", "wall_s"], default="step", help="the curves' x axis in --plot")
     cmp.add_argument("--reps", type=int, default=2000, help="bootstrap resamples")
     cmp.set_defaults(func=_cmd_compare)
 

@@ -86,6 +86,9 @@ def test_stop_then_resume_finishes_every_trial(root):
     wait_until(lambda: not sweeps.is_running(folder), 60)
     stopped = sweeps.read_sweep(folder)
     assert not stopped.running and sum(t.state == "complete" for t in stopped.trials) < 2
+    # issue #40: the interrupted trial showed "fail", and the sweep the same status as a finished one
+    assert "interrupted" in [t.state for t in stopped.trials] and "fail" not in [t.state for t in stopped.trials]
+    assert stopped.status == "stopped"
     with pytest.raises(ValueError, match="not running"):
         sweeps.stop_sweep(folder)
     sweeps.resume_sweep(folder)
@@ -93,7 +96,7 @@ def test_stop_then_resume_finishes_every_trial(root):
     resumed = sweeps.read_sweep(folder)
     # the interrupted trial went on in its own folder, and no worker started a trial beyond the two
     log = (folder / sweeps.LOG_FILE).read_text()
-    assert [t.state for t in resumed.trials] == ["complete", "complete"], log
+    assert [t.state for t in resumed.trials] == ["complete", "complete"] and resumed.status == "complete", log
     assert all((run / "summary.json").exists() for t in resumed.trials for run in t.runs)
 
 
@@ -104,7 +107,7 @@ def test_the_sweeps_tab_shows_a_sweep_its_best_trial_and_the_seed_statistics(roo
     at = AppTest.from_file(APP, default_timeout=60).run()
     assert not at.exception
     shown = " ".join(e.label for e in at.expander)
-    assert "tab-seeds — stopped — 1 complete" in shown
+    assert "tab-seeds — complete — 1 complete" in shown  # a finished sweep was labelled "stopped"
     assert any("Best so far" in m.value for m in at.markdown)
     assert any("Over seeds" in m.value for m in at.markdown)
     assert any("IQM" in str(df.value.columns.tolist()) for df in at.dataframe)
@@ -118,3 +121,19 @@ def test_a_ray_sweep_launched_here_is_read_from_its_ledger(root):
     assert [t.state for t in info.trials] == ["complete", "complete"], (folder / sweeps.LOG_FILE).read_text()[-2000:]
     assert all(len(t.runs) == 1 and (t.runs[0] / "summary.json").exists() for t in info.trials)
     assert info.best() is not None and info.best().score is not None
+
+
+def test_a_search_shows_its_optimisation_history_and_parameter_importance(root):
+    """Issue #40: a sweep had no optimisation history or parameter-importance view."""
+    from thrust_app.sweeps.trials import param_importance
+
+    text = SEARCH.format(name="importance", env="bandit", timesteps=512).replace("trials: 2", "trials: 4")
+    text = text.replace("search:\n", "search:\n  gamma: {type: uniform, low: 0.9, high: 0.99}\n")
+    folder = sweeps.start_sweep(text, workers=2, root=root)
+    wait_until(lambda: not sweeps.is_running(folder), 240)
+    importance = param_importance(folder)
+    assert set(importance) == {"learning_rate", "gamma"} and sum(importance.values()) == pytest.approx(1.0)
+    at = AppTest.from_file(APP, default_timeout=60).run()
+    assert not at.exception
+    titles = [m.value for m in at.markdown]
+    assert "**Optimisation history**" in titles and any(t.startswith("**Parameter importance**") for t in titles)

@@ -109,3 +109,16 @@ def test_static_site_trains_in_the_tab(static_server):
         )
         assert episode["episodeReturn"] == 1.0
         assert page.failed == [] and all(request.startswith(url) for request in page.requests), page.failed
+
+
+@needs_browser
+def test_the_player_opens_with_a_bundle_ready_to_play(static_server):
+    """Issue #40: the player opened with no bundle selected and Play disabled."""
+    with player_page(static_server + SUB_PATH) as page:
+        page.evaluate("window.thrustPlayer.settled()")
+        chosen = page.eval_on_selector("#bundle", "select => select.value")
+        assert chosen == sorted(REFERENCE_BUNDLES)[0] and page.evaluate("window.thrustPlayer.activeBundle") == chosen
+        assert page.is_enabled("#play")
+        page.click("#play")
+        page.wait_for_function("document.getElementById('stat-latency').textContent.includes('ms')", timeout=30_000)
+        assert page.is_hidden("#error"), page.inner_text("#error")

@@ -231,6 +231,9 @@ def test_cartpole_solves_and_the_bundle_evaluates_to_the_same_return(page, tmp_p
     )
     assert result["solved"] and result["evalMean"] >= 475, result
     assert result["steps"] < 50_000 and result["stepsPerSecond"] > 0
+    # issue #40: the curve's x axis follows the run (it spanned the whole budget, the solved run in its first 6%)
+    x_end = float(page.eval_on_selector("#train-chart", "canvas => canvas.dataset.xEnd"))
+    assert result["steps"] <= x_end <= 1.6 * result["steps"], (x_end, result["steps"])
     folder = saved_bundle(page, tmp_path / "cartpole")
     assert thrust_eval_mean(folder, 0 + EVAL_SEED_OFFSET) == pytest.approx(result["evalMean"])
     observations = np.random.default_rng(0).normal(0, 0.5, size=(256, 4)).astype(np.float32)

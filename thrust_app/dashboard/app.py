@@ -28,9 +28,11 @@ def main() -> None:
     st.set_page_config(page_title="Thrust", page_icon="🚀", layout="wide")
     st.title("Thrust")
     st.caption(f"Runs in `{jobs.runs_root()}` · {machine_devices()}")
-    flash = st.session_state.pop("flash", None)
+    # The flash message's slot is always there: a message appearing above the tabs would move them, and the
+    # browser then shows the first tab again (Launch on Sweeps sent the page back to New run).
+    flash, slot = st.session_state.pop("flash", None), st.container()
     if flash:
-        getattr(st, flash[0])(flash[1])
+        getattr(slot, flash[0])(flash[1])
     runs = jobs.list_runs()
     tabs = st.tabs(["New run", "Training", "Runs", "Compare", "Sweeps", "Export & play", "Watch"])
     with tabs[0]:

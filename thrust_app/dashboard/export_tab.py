@@ -16,8 +16,12 @@ def export_tab() -> None:
     done = [r for r in runs if not r.active and (r.path / LAST_CHECKPOINT).exists()]
     info = pick_run("Run to export", done, key="export-run") if done else None
     if info is None:
-        if runs:
-            st.info("Runs can be exported once they have stopped or finished.")
+        st.info(
+            "Runs can be exported once they have stopped or finished."
+            if runs
+            else "Nothing to export yet: train a run in **New run**; once it stops or finishes, export its ONNX "
+            "bundle here and play it in the browser."
+        )
         return
     force = st.checkbox("Replace a different bundle of the same name", key="export-force")
     if st.button("Export to ONNX", key="export", type="primary"):

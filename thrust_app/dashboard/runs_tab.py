@@ -82,6 +82,17 @@ def zoo_yaml_download(runs: list[jobs.RunInfo]) -> None:
     st.download_button("Download YAML", to_zoo_yaml(info.config), f"{name}.yml", "application/x-yaml", key="yaml")
 
 
+def varying_settings(runs: list[jobs.RunInfo], run: jobs.RunInfo) -> dict[str, str]:
+    """`run`'s value of every hyperparameter that differs between the runs that have it (the table's and the
+    CSV's columns that tell runs apart); empty where the run's algorithm has no such setting."""
+    values: dict[str, set[str]] = {}
+    for other in runs:
+        for key, value in other.config.get("config", {}).items():
+            values.setdefault(key, set()).add(fmt_value(value))
+    config = run.config.get("config", {})
+    return {key: fmt_value(config[key]) if key in config else "" for key in sorted(values) if len(values[key]) > 1}
+
+
 def runs_tab() -> None:
     runs = jobs.list_runs()
     if not runs:
@@ -100,6 +111,8 @@ def runs_tab() -> None:
                 "solved_at_step": (r.summary or {}).get("solved_at_step"),
                 "wall_s": (r.summary or {}).get("wall_s"),
                 "seed": r.config.get("seed"),
+                "preset": r.config.get("preset"),
+                **varying_settings(runs, r),
             }
             for r in runs
         ]

@@ -35,7 +35,7 @@ class Trial:
     """One trial of a sweep as its study holds it."""
 
     number: int
-    state: str  #: complete, pruned, fail, running, waiting
+    state: str  #: complete, pruned, fail, interrupted (resume continues it), running, waiting
     score: float | None
     params: dict[str, Any]
     runs: list[Path]  #: its run folders, one per seed
@@ -51,6 +51,15 @@ class SweepInfo:
     @property
     def name(self) -> str:
         return self.path.name
+
+    @property
+    def status(self) -> str:
+        """running; complete (every trial of the sweep ended: complete, pruned or failed); else stopped (resume
+        continues its interrupted and waiting trials)."""
+        if self.running:
+            return "running"
+        ended = sum(trial.state in ("complete", "pruned", "fail") for trial in self.trials)
+        return "complete" if ended >= self.spec.trials else "stopped"
 
     def counts(self) -> dict[str, int]:
         counts: dict[str, int] = {}

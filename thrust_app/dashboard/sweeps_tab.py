@@ -112,6 +112,33 @@ def sweep_controls(info) -> None:
         st.rerun()
 
 
+def search_charts(info) -> None:
+    """Optuna's two views of a search: the optimisation history (each finished trial's score and the best so far)
+    and the parameter importance (Optuna's `importance` module, fANOVA), once two trials have finished."""
+    from thrust_app.sweeps.spec import METRICS
+    from thrust_app.sweeps.trials import param_importance
+
+    finished = [t for t in info.trials if t.state == "complete" and t.score is not None]
+    if len(finished) < 2 or not info.spec.search:
+        return
+    best = max if METRICS[info.spec.metric] == "maximize" else min
+    history = pd.DataFrame(
+        [
+            {"trial": t.number, "score": t.score, "best so far": best(u.score for u in finished[: i + 1])}
+            for i, t in enumerate(finished)
+        ]
+    )
+    left, right = st.columns(2)
+    points = alt.Chart(history).mark_point(filled=True).encode(x="trial:Q", y=alt.Y("score:Q", title=info.spec.metric))
+    line = alt.Chart(history).mark_line(interpolate="step-after", color="#db4437").encode(x="trial:Q", y="best so far:Q")
+    left.markdown("**Optimisation history**")
+    left.altair_chart(alt.layer(points, line).properties(height=240), width="stretch")
+    importance = pd.DataFrame([{"setting": k, "importance": v} for k, v in param_importance(info.path).items()])
+    right.markdown("**Parameter importance** (fANOVA over the finished trials)")
+    bars = alt.Chart(importance).mark_bar().encode(x="importance:Q", y=alt.Y("setting:N", sort="-x", title=None))
+    right.altair_chart(bars.properties(height=240), width="stretch")
+
+
 def sweep_trials(info, best) -> None:
     """The sweep's trials: their table and curves, the settings' effects, the seeds' intervals, the log."""
     from thrust_app.dashboard import sweeps
@@ -135,6 +162,7 @@ def sweep_trials(info, best) -> None:
     chart = sweep_curves(info, best)
     if chart is not None:
         st.altair_chart(chart, width="stretch")
+    search_charts(info)
     runs = [r for r in jobs.list_runs() if r.path.parent == info.path]
     if spec.search:
         hyperparameter_view(runs, key=f"hp-{info.name}")
@@ -142,7 +170,7 @@ def sweep_trials(info, best) -> None:
     if spec.seeds > 1 and evaluated:
         st.markdown("**Over seeds** (each trial's runs as one group: IQM and mean with 95% bootstrap intervals)")
         table, pairs, _ = compare(evaluated, ["algo", "env", "config"], reps=2000)
-        group_tables(table, pairs)
+        group_tables(table, pairs, True)
     log = info.path / sweeps.LOG_FILE
     if log.exists():
         with st.popover("Sweep log"):
@@ -159,8 +187,7 @@ def sweep_list() -> None:
         return
     for info in found:
         counts = ", ".join(f"{n} {state}" for state, n in sorted(info.counts().items())) or "no trials yet"
-        status = "running" if info.running else "stopped"
-        with st.expander(f"{info.name} — {status} — {counts}", expanded=info is found[0]):
+        with st.expander(f"{info.name} — {info.status} — {counts}", expanded=info is found[0]):
             sweep_panel(info)
 
 

@@ -28,15 +28,29 @@ if TYPE_CHECKING:
     from ..training.trainer import IterationHook, Trainer
 
 
-def suggest(trial: Any, name: str, space: dict[str, Any]) -> Any:
-    """One setting of a trial, drawn from its search entry."""
+def distribution(space: dict[str, Any]) -> Any:
+    """The Optuna distribution of a search entry: choice, int (log or not), uniform / loguniform floats."""
+    from optuna.distributions import CategoricalDistribution, FloatDistribution, IntDistribution
+
     kind = space["type"]
     if kind == "choice":
-        return trial.suggest_categorical(name, space["values"])
+        return CategoricalDistribution(space["values"])
     if kind == "int":
-        return trial.suggest_int(name, int(space["low"]), int(space["high"]), log=bool(space.get("log", False)))
+        return IntDistribution(int(space["low"]), int(space["high"]), log=bool(space.get("log", False)))
     log = kind == "loguniform" or bool(space.get("log", False))
-    return trial.suggest_float(name, float(space["low"]), float(space["high"]), log=log)
+    return FloatDistribution(float(space["low"]), float(space["high"]), log=log)
+
+
+def suggest(trial: Any, name: str, space: dict[str, Any]) -> Any:
+    """One setting of a trial, drawn from its search entry's distribution."""
+    from optuna.distributions import CategoricalDistribution, IntDistribution
+
+    drawn = distribution(space)
+    if isinstance(drawn, CategoricalDistribution):
+        return trial.suggest_categorical(name, drawn.choices)
+    if isinstance(drawn, IntDistribution):
+        return trial.suggest_int(name, drawn.low, drawn.high, log=drawn.log)
+    return trial.suggest_float(name, drawn.low, drawn.high, log=drawn.log)
 
 
 # -- the study ------------------------------------------------------------------------------------------

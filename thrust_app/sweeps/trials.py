@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from ..runs.files import read_json
-from .optuna_engine import open_study
+from .optuna_engine import distribution, open_study
 from .spec import LEDGER_FILE, METRICS, load_sweep
 
 
@@ -34,7 +34,10 @@ def list_trials(folder: Path) -> list[TrialRecord]:
     trials: dict[int, TrialRecord] = {}
     for trial in open_study(folder, spec).get_trials(deepcopy=False):
         number = trial.user_attrs.get("continues", trial.number)
-        trials[number] = TrialRecord(number, trial.state.name.lower(), trial.value, dict(trial.params))
+        state = trial.state.name.lower()
+        if state == "fail" and trial.user_attrs.get("interrupted"):  # stopped by Ctrl-C or Stop: resume continues it
+            state = "interrupted"
+        trials[number] = TrialRecord(number, state, trial.value, dict(trial.params))
     return sorted(trials.values(), key=lambda trial: trial.number)
 
 
@@ -55,3 +58,22 @@ def trial_states(folder: Path) -> dict[str, int]:
     for trial in list_trials(folder):
         counts[trial.state] = counts.get(trial.state, 0) + 1
     return counts
+
+
+def param_importance(folder: Path) -> dict[str, float]:
+    """How much each searched setting explains the finished trials' scores: Optuna's `importance` module
+    (fANOVA) over the trials of either engine; empty with fewer than two finished trials or nothing searched."""
+    import optuna
+
+    optuna.logging.set_verbosity(optuna.logging.WARNING)  # no line per in-memory study
+    spec = load_sweep(folder)
+    finished = [trial for trial in list_trials(folder) if trial.state == "complete" and trial.score is not None]
+    if len(finished) < 2 or not spec.search:
+        return {}
+    study = optuna.create_study(direction=METRICS[spec.metric])
+    distributions = {name: distribution(space) for name, space in spec.search.items()}
+    for trial in finished:
+        params = {name: value for name, value in trial.params.items() if name in distributions}
+        study.add_trial(optuna.trial.create_trial(params=params, distributions={n: distributions[n] for n in params},
+                                                  value=trial.score))  # fmt: skip
+    return dict(optuna.importance.get_param_importances(study, seed=0))

@@ -28,15 +28,15 @@ const ready = (async () => {
   setBusy(null);
   $("stat-startup").textContent = `${(state.python.startupMs / 1000).toFixed(2)} s`;
   $("ep-status").textContent = "Python ready; pick a bundle";
-  await loadIndex();
-  const wanted = params.get("bundle");
+  const entries = await loadIndex();
+  if (state.embed && !params.get("bundle")) throw new Error("embed mode needs ?bundle=NAME: the bundle to play");
+  // the bundle asked for, else the first one that loads: the page opens ready to play
+  const wanted = params.get("bundle") || entries.find((e) => e.ok)?.name;
   if (wanted) {
     $("bundle").value = wanted;
     $("seed").value = params.get("seed") || "0";
     await activate(fetchBundle(wanted), state.epRequest);
     if (state.embed) setPlaying(true);
-  } else if (state.embed) {
-    throw new Error("embed mode needs ?bundle=NAME: the bundle to play");
   }
 })();
 

@@ -9,6 +9,16 @@ const COLOURS = {
   threshold: "#db4437",
 };
 
+// Where the x axis ends: a little past the furthest step drawn (a run solved early fills the chart instead of
+// its first few percent), on a round number, never past the budget.
+export function axisEnd(lastStep, timesteps) {
+  if (!(lastStep > 0)) return Math.max(timesteps, 1);
+  const target = lastStep * 1.2;
+  const unit = 10 ** Math.floor(Math.log10(target));
+  const round = [1, 1.2, 1.5, 2, 2.5, 3, 4, 5, 6, 8, 10].map((m) => m * unit).find((v) => v >= target);
+  return Math.min(Math.max(timesteps, 1), round);
+}
+
 export function drawCurve(canvas, { episodes, evals, threshold, timesteps }) {
   const ctx = canvas.getContext("2d");
   const { width, height } = canvas;
@@ -23,7 +33,10 @@ export function drawCurve(canvas, { episodes, evals, threshold, timesteps }) {
   const low = values.length ? Math.min(...values) : 0;
   const high = values.length ? Math.max(...values) : 1;
   const span = high - low || 1;
-  const x = (step) => pad.left + (step / Math.max(timesteps, 1)) * (width - pad.left - pad.right);
+  const lastStep = Math.max(0, ...episodes.map((e) => e.step), ...evals.map((e) => e.step));
+  const end = axisEnd(lastStep, timesteps);
+  canvas.dataset.xEnd = String(end); // what the axis spans, for the tests
+  const x = (step) => pad.left + (step / end) * (width - pad.left - pad.right);
   const y = (value) => height - pad.bottom - ((value - low) / span) * (height - pad.top - pad.bottom);
   ctx.strokeStyle = COLOURS.axis;
   ctx.strokeRect(pad.left, pad.top, width - pad.left - pad.right, height - pad.top - pad.bottom);
@@ -32,7 +45,7 @@ export function drawCurve(canvas, { episodes, evals, threshold, timesteps }) {
   ctx.fillText(high.toFixed(high - low < 10 ? 2 : 0), 4, pad.top + 8);
   ctx.fillText(low.toFixed(high - low < 10 ? 2 : 0), 4, height - pad.bottom);
   ctx.fillText("0", pad.left, height - 8);
-  ctx.fillText(`${timesteps.toLocaleString()} steps`, width - pad.right - 80, height - 8);
+  ctx.fillText(`${end.toLocaleString()} steps`, width - pad.right - 80, height - 8);
   if (threshold !== null) {
     ctx.strokeStyle = COLOURS.threshold;
     ctx.setLineDash([5, 4]);
