@@ -12,7 +12,7 @@ import statistics
 
 import numpy as np
 
-from thrust_app.dashboard.watch import record_episode
+from thrust_app.interop.video import record_episode
 
 
 def balance(obs: np.ndarray) -> np.ndarray:

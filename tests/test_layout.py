@@ -171,6 +171,7 @@ def test_readme_links_nothing_outside_the_repository():
 #: Modules without a test file of their own, and the test file that covers them (it names the module).
 COVERED_BY = {
     "api/model_file.py": "tests/api/test_model.py",
+    "api/model_card.py": "tests/api/test_share.py",
     "runs/curves.py": "tests/api/test_model.py",
     "runs/compare_plot.py": "tests/runs/test_compare.py",
     "version.py": "tests/api/test_model.py",
@@ -187,6 +188,7 @@ COVERED_BY = {
     "dashboard/compare_tab.py": "tests/dashboard/test_app.py",
     "dashboard/export_tab.py": "tests/dashboard/test_app.py",
     "dashboard/watch_tab.py": "tests/dashboard/test_watch.py",
+    "interop/video.py": "tests/dashboard/test_watch.py",
     "dashboard/sweeps_tab.py": "tests/dashboard/test_sweeps.py",
     "envs/arrays.py": "tests/envs/test_batched.py",
     "envs/core/bandit.py": "tests/envs/test_core.py",

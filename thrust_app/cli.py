@@ -10,6 +10,7 @@ import signal
 import sys
 import traceback
 from collections.abc import Sequence
+from pathlib import Path
 
 
 def _cmd_demo(args: argparse.Namespace) -> int:
@@ -178,8 +179,17 @@ def _cmd_export(args: argparse.Namespace) -> int:
 
 
 def _cmd_import(args: argparse.Namespace) -> int:
+    from .api.share import SHARE_MARKER, import_share
+    from .interop.bundle import export_dir
     from .interop.importer import import_onnx, import_sb3
 
+    if (Path(args.source) / SHARE_MARKER).is_file():
+        out = args.out or export_dir() / Path(args.source).resolve().name
+        bundle = import_share(args.source, out, force=args.force)
+        print(f"imported the shared {bundle.manifest['algo']} model for {bundle.env_id} from {args.source} to {bundle.path}")
+        return 0
+    if not args.env:
+        raise UsageError("thrust import needs --env ENV for an SB3 zip or an ONNX file (the env it was trained on)")
     if args.source.lower().endswith(".onnx"):
         bundle = import_onnx(
             args.source, args.env, args.out, action_output=args.action_output, post=args.post, force=args.force
@@ -203,6 +213,16 @@ def _cmd_import(args: argparse.Namespace) -> int:
         f"parity: rebuilt torch policy vs onnxruntime max |diff| {parity['max_abs_diff']:.2g}{agreement}; "
         f"{parity['stable_baselines3']}"
     )
+    return 0
+
+
+def _cmd_share(args: argparse.Namespace) -> int:
+    from .api.share import share_run
+
+    out = share_run(args.run_dir, args.out, episodes=args.episodes, force=args.force)
+    files = ", ".join(sorted(p.name + ("/" if p.is_dir() else "") for p in out.iterdir()))
+    print(f"thrust: shared {args.run_dir} as {out}: {files}")
+    print(f"thrust: publish with `huggingface-cli upload USER/REPO {out}` (or huggingface_hub.upload_folder)")
     return 0
 
 
@@ -434,6 +454,21 @@ def add_export_command(sub: argparse._SubParsersAction) -> None:
     ex.set_defaults(func=_cmd_export)
 
 
+def add_share_command(sub: argparse._SubParsersAction) -> None:
+    """`thrust share RUN OUT/`: a run as a model repository (the Hugging Face Hub layout of the zoo)."""
+    share = sub.add_parser(
+        "share",
+        help="write a run as a model repository: model card, ONNX bundle, Thrust and SB3 zips, replay.mp4",
+        description="The folder has the layout rl-baselines3-zoo and CleanRL publish on the Hugging Face Hub; "
+        "upload it with huggingface_hub. `thrust import OUT/` reads it back.",
+    )
+    share.add_argument("run_dir", help="a run folder (runs/<name>)")
+    share.add_argument("out", help="the repository folder to write")
+    share.add_argument("--episodes", type=int, default=10, help="deterministic evaluation episodes for the card")
+    share.add_argument("--force", action="store_true", help="replace a folder that holds other files")
+    share.set_defaults(func=_cmd_share)
+
+
 def add_import_command(sub: argparse._SubParsersAction) -> None:
     """`thrust import`: an SB3 model or a foreign ONNX policy as a bundle."""
     from .interop.onnx_actions import POST_PROCESSING
@@ -445,8 +480,10 @@ def add_import_command(sub: argparse._SubParsersAction) -> None:
         "onnxruntime and (where stable-baselines3 is installed) SB3's own predict. ONNX: append Thrust's int32/float32 "
         "'action' output to the named output, checked against the source model.",
     )
-    imp.add_argument("source", help="an SB3 model file (.zip, from model.save) or an ONNX policy (.onnx)")
-    imp.add_argument("--env", required=True, help="the env it was trained on: a Thrust name or a gymnasium id")
+    imp.add_argument(
+        "source", help="an SB3 model file (.zip, from model.save), an ONNX policy (.onnx) or a `thrust share` folder"
+    )
+    imp.add_argument("--env", help="the env it was trained on: a Thrust name or a gymnasium id (not for a share folder)")
     imp.add_argument("--out", help="bundle folder (default: export/<file name>)")
     imp.add_argument("--vec-normalize", metavar="PKL", help="VecNormalize statistics (env.save(PKL)) to fold into the graph")
     imp.add_argument(
@@ -524,6 +561,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_eval_command(sub)
     add_export_command(sub)
     add_import_command(sub)
+    add_share_command(sub)
     add_compare_command(sub)
     add_sweep_command(sub)
     add_serve_commands(sub)

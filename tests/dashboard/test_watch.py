@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from thrust_app.dashboard.watch import record_episode
+from thrust_app.interop.video import record_episode
 
 
 def balance(obs: np.ndarray) -> np.ndarray:

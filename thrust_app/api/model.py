@@ -194,6 +194,14 @@ class Model:
             run_dir = seed_run_folder(Path(folder) / "model", self.spec, self.state)
             return export_run(run_dir, out, force=force)
 
+    def share(self, out: str | Path, episodes: int = 10, force: bool = False) -> Path:
+        """The model as a repository folder in the Hugging Face Hub layout (`thrust share`; api/share.py)."""
+        from .share import share_run
+
+        if self.run_dir is None or self.state is None:
+            raise ValueError("the model has no run folder to share (not trained yet, or trained with save_run=False)")
+        return share_run(self.run_dir, out, episodes, force, log=print if self.verbose > 0 else _quiet)
+
     @classmethod
     def load(cls, path: str | Path, env: Any = None, *, checkpoint: str | Path | None = None, device: str = "cpu",
              runs_root: str | Path = "runs", verbose: int = 1) -> Model:  # fmt: skip

@@ -10,8 +10,8 @@ from thrust_app.runs.files import LAST_CHECKPOINT
 
 
 def watch_tab(runs: list[jobs.RunInfo]) -> None:
-    from thrust_app.dashboard.watch import record_episode, run_policy
     from thrust_app.envs.core import CORE_ENVS
+    from thrust_app.interop.video import record_episode, run_policy
 
     watchable = [r for r in runs if (r.path / LAST_CHECKPOINT).exists() and r.config.get("env") in CORE_ENVS]
     if not watchable:
