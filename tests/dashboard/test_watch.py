@@ -66,3 +66,23 @@ def test_a_recurrent_policy_plays_with_its_memory_carried():
     policy = OnnxPolicy(load_bundle(REFERENCE_DIR / "cartpole-novel-recurrent_ppo"))
     recording = record_episode(policy, "cartpole-novel", seed=4)
     assert recording.episode_return == evaluate(policy, "cartpole-novel", episodes=1, seed=4).returns[0] >= 400
+
+
+def test_the_watch_tab_renders_an_episode_of_a_trained_run(tmp_path, monkeypatch):
+    """The dashboard's Watch tab (dashboard/watch_tab.py): pick a run, Render episode, the video shows."""
+    from pathlib import Path
+
+    from streamlit.testing.v1 import AppTest
+
+    from thrust_app.training.trainer import train
+
+    monkeypatch.setenv("THRUST_RUNS_DIR", str(tmp_path / "runs"))
+    monkeypatch.setenv("THRUST_PLAYER_PORT", "0")
+    train("ppo", "cartpole", timesteps=512, run_dir=tmp_path / "runs" / "watched", progress=False, log=lambda _: None)
+    app = str(Path(__file__).resolve().parents[2] / "thrust_app" / "dashboard" / "app.py")
+    at = AppTest.from_file(app, default_timeout=120).run()
+    at.button(key="watch").click().run()
+    assert not at.exception
+    caption = next(c.value for c in at.caption if c.value.startswith("seed 0: return"))
+    assert "steps (played and encoded in" in caption
+    assert at.get("video"), "no video element"

@@ -186,21 +186,15 @@ class Model:
         """The ONNX bundle of the policy in folder `out` (what `thrust export` writes); returns the Bundle."""
         from ..interop.exporter import export_run
 
-        if self.state is None:
-            raise ValueError("the model has not learned yet: call learn() before export()")
-        if self.run_dir is not None and (Path(self.run_dir) / LAST_CHECKPOINT).exists():
-            return export_run(self.run_dir, out, force=force)
-        with tempfile.TemporaryDirectory(prefix="thrust-export-") as folder:
-            run_dir = seed_run_folder(Path(folder) / "model", self.spec, self.state)
+        with run_folder_of(self) as run_dir:
             return export_run(run_dir, out, force=force)
 
     def share(self, out: str | Path, episodes: int = 10, force: bool = False) -> Path:
         """The model as a repository folder in the Hugging Face Hub layout (`thrust share`; api/share.py)."""
         from .share import share_run
 
-        if self.run_dir is None or self.state is None:
-            raise ValueError("the model has no run folder to share (not trained yet, or trained with save_run=False)")
-        return share_run(self.run_dir, out, episodes, force, log=print if self.verbose > 0 else _quiet)
+        with run_folder_of(self) as run_dir:
+            return share_run(run_dir, out, episodes, force, log=print if self.verbose > 0 else _quiet)
 
     @classmethod
     def load(cls, path: str | Path, env: Any = None, *, checkpoint: str | Path | None = None, device: str = "cpu",
@@ -246,6 +240,19 @@ def iteration_hook(model: Model, callbacks: list[Callback]) -> Callable[[Trainer
             trainer.request_stop()
 
     return on_iteration
+
+
+@contextlib.contextmanager
+def run_folder_of(model: Model) -> Iterator[Path]:
+    """The model's run folder, or (a model loaded from a zip, or trained with save_run=False) a temporary one
+    seeded from its checkpoint, for what reads a run folder (export, share)."""
+    if model.state is None:
+        raise ValueError("the model has not learned yet: call learn() first")
+    if model.run_dir is not None and (Path(model.run_dir) / LAST_CHECKPOINT).exists():
+        yield Path(model.run_dir)
+        return
+    with tempfile.TemporaryDirectory(prefix="thrust-model-") as folder:
+        yield seed_run_folder(Path(folder) / f"{model.spec.algo}-model", model.spec, model.state)
 
 
 @contextlib.contextmanager
