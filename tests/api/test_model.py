@@ -128,6 +128,8 @@ def test_sb3_call_shapes_and_policy_kwargs(tmp_path):
     model = PPO("MlpPolicy", "CartPole-v1", policy_kwargs={"net_arch": [32], "activation_fn": torch.nn.ReLU}, verbose=0)
     assert model.spec.config["hidden"] == (32,) and model.spec.config["activation"] == "relu"
     assert PPO("MlpPolicy", "CartPole-v1", policy_kwargs={"net_arch": {"pi": [8], "vf": [8]}}).spec.config["hidden"] == (8,)
+    split = PPO("CartPole-v1", policy_kwargs={"net_arch": {"pi": [8], "vf": [16, 16]}}).spec.config
+    assert (split["hidden"], split["vf_hidden"]) == ((8,), (16, 16))
     with pytest.raises(TypeError, match=r"PPO takes the env .*PPO\(env\) or PPO\('MlpPolicy', env\)"):
         PPO("MlpPolicy")
     with pytest.raises(ValueError, match="Thrust has no setting for features_extractor_class"):

@@ -19,6 +19,7 @@ CASES = [
     (TD3, "Pendulum-v1", 400, {"learning_starts": 200}),
     (DDPG, "Pendulum-v1", 400, {"learning_starts": 200}),
     (PPO, "FrozenLake-v1", 512, {"n_envs": 4, "n_steps": 64}),  # a Discrete observation: SB3 one-hots it too
+    (A2C, "Acrobot-v1", 500, {"hidden": (32,), "vf_hidden": (16, 16)}),  # net_arch=dict(pi=[32], vf=[16, 16])
 ]
 
 

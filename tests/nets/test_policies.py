@@ -36,10 +36,11 @@ def test_gaussian_log_prob_and_entropy_sum_over_action_dimensions():
     torch.testing.assert_close(entropy, dist.entropy().sum(-1))
 
 
+@pytest.mark.parametrize("vf_hidden", [(), (8, 8, 8)], ids=["twin-towers", "split-towers"])
 @pytest.mark.parametrize("space", [Discrete(3), Box((-2.0,), (2.0,), (1,))], ids=["discrete", "box"])
-def test_the_exported_policy_mlp_acts_as_the_network(space):
+def test_the_exported_policy_mlp_acts_as_the_network(space, vf_hidden):
     torch.manual_seed(0)
-    net = ActorCritic((4,), space, (32, 16))
+    net = ActorCritic((4,), space, (32, 16), vf_hidden=vf_hidden)
     obs = torch.randn(64, 4) * 3
     want, got = net.act(obs), net.policy_mlp().act(obs)
     if isinstance(space, Discrete):
@@ -47,6 +48,20 @@ def test_the_exported_policy_mlp_acts_as_the_network(space):
         assert torch.equal(got[1], want[1])
     else:
         torch.testing.assert_close(got, want)
+
+
+def test_value_mlp_sizes_of_their_own_are_two_plain_mlps():
+    """vf_hidden (SB3's net_arch=dict(pi=[32], vf=[64, 64])): the value MLP has its own layers and the policy is
+    the same function as a net with no value MLP at all."""
+    torch.manual_seed(0)
+    net = ActorCritic((4,), Discrete(2), (32,), vf_hidden=(64, 64))
+    assert [w.shape[0] for w, _ in net.towers.layers(0)] == [32] and [w.shape[0] for w, _ in net.towers.layers(1)] == [64, 64]
+    assert net.pi_head.in_features == 32 and net.vf_head.in_features == 64
+    obs = torch.randn(16, 4)
+    pi_features, vf_features = net.features(obs)
+    torch.testing.assert_close(pi_features, torch.tanh(net.towers.pi[0](obs)))
+    torch.testing.assert_close(net.value(obs), net.vf_head(vf_features).squeeze(-1))
+    assert type(ActorCritic((4,), Discrete(2), (32,), vf_hidden=(32,)).towers).__name__ == "TwinTowers"  # the same sizes
 
 
 def test_checkpoints_naming_the_input_layer_first_still_load():

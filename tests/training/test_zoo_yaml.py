@@ -127,13 +127,23 @@ def test_the_zoos_normalize_reads_as_thrusts_normalisation_and_back(normalize, w
     assert make_spec("ppo", "cartpole", 1000, overrides=again).config == spec.config
 
 
+def test_policy_and_value_sizes_of_their_own_round_trip():
+    text = "CartPole-v1:\n  policy_kwargs: 'dict(net_arch=dict(pi=[64], vf=[32, 32]))'\n"
+    _, _, overrides = from_zoo_yaml(text, fields(PPOConfig))
+    assert overrides == {"hidden": (64,), "vf_hidden": (32, 32)}
+    spec = make_spec("ppo", "cartpole", 1000, overrides=overrides)
+    _, _, again = from_zoo_yaml(to_zoo_yaml(dataclasses.asdict(spec)), fields(PPOConfig))
+    assert make_spec("ppo", "cartpole", 1000, overrides=again).config == spec.config
+    with pytest.raises(ConfigError, match="this algorithm's policy and value MLPs share one net_arch"):
+        from_zoo_yaml("CartPole-v1:\n  policy_kwargs: 'dict(net_arch=dict(pi=[64], vf=[32]))'\n", fields(DQNConfig))
+
+
 @pytest.mark.parametrize(
     "text, message",
     [
         ("CartPole-v1:\n  use_sde: true\n", "no setting for the zoo keys use_sde"),
         ("CartPole-v1:\n  policy_kwargs: 'dict(use_expln=True)'\n", "no setting for use_expln"),
         ("CartPole-v1:\n  policy_kwargs: 'dict(lstm_hidden_size=64)'\n", "no setting for lstm_hidden_size"),  # PPO's
-        ("CartPole-v1:\n  policy_kwargs: 'dict(net_arch=dict(pi=[64], vf=[32]))'\n", "share one net_arch"),
         ("CartPole-v1:\n  policy_kwargs: 'dict(activation_fn=nn.ELU)'\n", "no setting for activation_fn=nn.ELU"),
         ("CartPole-v1:\n  policy_kwargs: '__import__(\"os\")'\n", "expected dict"),
         ("- just\n- a list\n", "expected a zoo hyperparameter file"),

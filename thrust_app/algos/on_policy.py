@@ -38,11 +38,19 @@ class OnPolicyConfig(AlgoConfig):
     )
     max_grad_norm: float = param(0.5, "gradient norm clip", gt=0)
     activation: Literal["tanh", "relu"] = param("tanh", "MLP activation")
+    vf_hidden: tuple[int, ...] = param(
+        (), "the value MLP's layer sizes where they differ from the policy's `hidden` (SB3's net_arch=dict(pi, vf))"
+    )
     log_std_init: float = param(0.0, "initial log std of the Gaussian policy (Box actions)")
     ortho_init: bool = param(
         True, "orthogonal initialisation of the layers and heads (SB3's ortho_init; false: torch's defaults)"
     )
     update: Literal["handwritten", "reference"] = param("handwritten", ON_POLICY_UPDATE_HELP)
+
+    def validate(self) -> None:
+        super().validate()
+        if any(size < 1 for size in self.vf_hidden):
+            raise ConfigError(f"vf_hidden sizes must be >= 1, got {self.vf_hidden}")
 
     def check_fits(self, timesteps: int, obs_bytes: int) -> None:
         """One rollout must fit the budget and the machine's memory."""
@@ -82,6 +90,7 @@ class OnPolicyAlgorithm(Algorithm):
             config.log_std_init,
             self.obs_parts,
             config.ortho_init,
+            config.vf_hidden,
         )
 
     @abstractmethod

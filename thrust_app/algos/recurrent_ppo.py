@@ -124,6 +124,7 @@ class RecurrentPPO(PPO):
             critic_rnn=config.critic_rnn,
             ortho_init=config.ortho_init,
             parts=self.obs_parts,
+            vf_hidden=config.vf_hidden,
         )
 
     def collect(self, env, env_io, obs) -> tuple[Rollout, torch.Tensor]:

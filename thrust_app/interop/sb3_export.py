@@ -94,7 +94,7 @@ def policy_kwargs(spec: RunSpec) -> dict[str, Any]:
     hidden = list(spec.config["hidden"])
     if spec.algo in ("ppo", "a2c"):
         activation = {"tanh": torch.nn.Tanh, "relu": torch.nn.ReLU}[spec.config["activation"]]
-        return {"net_arch": {"pi": hidden, "vf": hidden}, "activation_fn": activation}
+        return {"net_arch": {"pi": hidden, "vf": list(spec.config.get("vf_hidden") or hidden)}, "activation_fn": activation}
     if spec.algo in ("td3", "ddpg"):
         return {"net_arch": hidden, "n_critics": spec.config.get("n_critics", 1 if spec.algo == "ddpg" else 2)}
     return {"net_arch": hidden}
@@ -123,13 +123,9 @@ def sb3_weights(algo_name: str, algo: Algorithm) -> Iterator[tuple[str, torch.Te
 
 
 def actor_critic_weights(net: Any) -> Iterator[tuple[str, torch.Tensor]]:
-    """PPO's and A2C's ActorCritic: the two towers of TwinTowers as SB3's policy_net and value_net."""
-    towers, width = net.towers, net.towers.hidden[0]
+    """PPO's and A2C's ActorCritic: the policy and value towers as SB3's policy_net and value_net."""
     for index, tower in enumerate(("policy_net", "value_net")):
-        rows = slice(index * width, (index + 1) * width)
-        layers = [(towers.input_layer.weight[rows], towers.input_layer.bias[rows])]
-        layers += [(weight[index].T, bias[index, 0]) for weight, bias in zip(towers.weights, towers.biases, strict=True)]
-        for i, (weight, bias) in enumerate(layers):  # SB3: Linear, activation, Linear, ...
+        for i, (weight, bias) in enumerate(net.towers.layers(index)):  # SB3: Linear, activation, Linear, ...
             yield f"mlp_extractor.{tower}.{2 * i}.weight", weight.detach().clone()
             yield f"mlp_extractor.{tower}.{2 * i}.bias", bias.detach().clone()
     yield from linear_stack("action_net", [net.pi_head], step=1)

@@ -253,6 +253,16 @@ class TwinTowers(nn.Module):
                 for block in weight:
                     nn.init.orthogonal_(block, gain)
 
+    @property
+    def out_dims(self) -> tuple[int, int]:
+        return self.out_dim, self.out_dim
+
+    def layers(self, index: int) -> list[tuple[torch.Tensor, torch.Tensor]]:
+        """One tower's layers as nn.Linear holds them, (weight (out, in), bias): 0 the policy's, 1 the value's."""
+        rows = slice(index * self.hidden[0], (index + 1) * self.hidden[0])
+        first = (self.input_layer.weight[rows], self.input_layer.bias[rows])
+        return [first, *((weight[index].T, bias[index, 0]) for weight, bias in zip(self.weights, self.biases, strict=True))]
+
     def tower_major(self, x: torch.Tensor) -> torch.Tensor:
         """(B, 2h) side-by-side input-layer outputs as (2, B, h)."""
         return x.view(x.shape[0], 2, self.hidden[0]).transpose(0, 1)
@@ -272,6 +282,36 @@ class TwinTowers(nn.Module):
         for weight, bias in zip(self.weights, self.biases, strict=True):
             x = self.activate(torch.addmm(bias[index], x, weight[index]))
         return x
+
+
+class SplitTowers(nn.Module):
+    """Policy and value MLPs of different sizes (SB3's net_arch=dict(pi=[...], vf=[...]) with two lists): two plain
+    MLPs behind TwinTowers' interface, without its one-matmul speed (the speed layer's forms need TwinTowers)."""
+
+    def __init__(self, in_dim: int, hidden: Sequence[int], vf_hidden: Sequence[int], activation: str) -> None:
+        super().__init__()
+        self.hidden, self.vf_hidden, self.activation = tuple(hidden), tuple(vf_hidden), activation
+        self.pi = mlp([in_dim, *hidden], activation)
+        self.vf = mlp([in_dim, *vf_hidden], activation)
+
+    @property
+    def out_dims(self) -> tuple[int, int]:
+        return self.hidden[-1], self.vf_hidden[-1]
+
+    def init(self, gain: float) -> None:
+        orthogonal_init(self, gain)
+
+    def init_default(self) -> None:
+        """torch's own nn.Linear initialisation, which the layers already have."""
+
+    def layers(self, index: int) -> list[tuple[torch.Tensor, torch.Tensor]]:
+        return [(layer.weight, layer.bias) for layer in (self.pi, self.vf)[index] if isinstance(layer, nn.Linear)]
+
+    def forward(self, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        return self.pi(obs.flatten(1)), self.vf(obs.flatten(1))
+
+    def tower(self, obs: torch.Tensor, index: int) -> torch.Tensor:
+        return (self.pi, self.vf)[index](obs.flatten(1))
 
 
 def _rename_first_layer(state_dict: dict, prefix: str, *args: object) -> None:
@@ -388,6 +428,7 @@ class ActorCritic(ActionHead, FlatParameters):
         log_std_init: float = 0.0,
         parts: Sequence | None = None,
         ortho_init: bool = True,
+        vf_hidden: Sequence[int] = (),
     ) -> None:
         super().__init__()
         n_out = self.init_action_space(action_space)
@@ -397,13 +438,13 @@ class ActorCritic(ActionHead, FlatParameters):
         self.combined = CombinedEncoder(parts) if parts else None
         if self.uses_cnn:
             self.encoder = image_encoder(obs_shape)
-            features = self.encoder.out_dim
         else:
             width = self.combined.out_dim if self.combined else math.prod(obs_shape)
-            self.towers = TwinTowers(width, hidden, activation)
-            features = self.towers.out_dim
-        self.pi_head = nn.Linear(features, n_out)
-        self.vf_head = nn.Linear(features, 1)
+            split = bool(vf_hidden) and tuple(vf_hidden) != tuple(hidden)
+            self.towers = SplitTowers(width, hidden, vf_hidden, activation) if split else TwinTowers(width, hidden, activation)
+        pi_dim, vf_dim = (self.encoder.out_dim,) * 2 if self.uses_cnn else self.towers.out_dims
+        self.pi_head = nn.Linear(pi_dim, n_out)
+        self.vf_head = nn.Linear(vf_dim, 1)
         if ortho_init:  # SB3's gains: sqrt(2) for the encoders and towers, 0.01 policy head, 1 value head
             orthogonal_init(self, math.sqrt(2))
             if not self.uses_cnn:
@@ -458,22 +499,19 @@ class ActorCritic(ActionHead, FlatParameters):
         """The policy tower and head as a plain ActingMLP whose `act` equals this one's (vector observations)."""
         if self.uses_cnn or self.nvec or self.combined:
             raise ValueError("policy_mlp needs vector observations and one action; other policies are exported as they are")
-        towers, hidden = self.towers, self.towers.hidden
+        layers = self.towers.layers(0)
         space = (
             Discrete(self.pi_head.out_features)
             if self.discrete
             else Box(tuple(self.low.flatten().tolist()), tuple(self.high.flatten().tolist()), tuple(self.low.shape))
         )
-        acting = ActingMLP([towers.input_layer.in_features, *hidden, self.pi_head.out_features], self.activation, space)
+        sizes = [layers[0][0].shape[1], *(weight.shape[0] for weight, _ in layers), self.pi_head.out_features]
+        acting = ActingMLP(sizes, self.activation, space)
         linears = [m for m in acting.net if isinstance(m, nn.Linear)]
         with torch.no_grad():
-            linears[0].weight.copy_(towers.input_layer.weight[: hidden[0]])
-            linears[0].bias.copy_(towers.input_layer.bias[: hidden[0]])
-            for layer, weight, bias in zip(linears[1:-1], towers.weights, towers.biases, strict=True):
-                layer.weight.copy_(weight[0].T)
-                layer.bias.copy_(bias[0, 0])
-            linears[-1].weight.copy_(self.pi_head.weight)
-            linears[-1].bias.copy_(self.pi_head.bias)
+            for layer, (weight, bias) in zip(linears, [*layers, (self.pi_head.weight, self.pi_head.bias)], strict=True):
+                layer.weight.copy_(weight)
+                layer.bias.copy_(bias)
         return acting.to(self.pi_head.weight.device)
 
 

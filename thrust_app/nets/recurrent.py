@@ -74,6 +74,7 @@ class RecurrentActorCritic(ActionHead, FlatParameters):
         critic_rnn: str = "separate",
         ortho_init: bool = True,
         parts: Sequence | None = None,
+        vf_hidden: Sequence[int] = (),
     ) -> None:
         super().__init__()
         if critic_rnn not in CRITIC_RNN:
@@ -94,16 +95,15 @@ class RecurrentActorCritic(ActionHead, FlatParameters):
         self.critic_rnn_net = rnn(features, rnn_hidden, num_layers=rnn_layers) if critic_rnn == "separate" else None
         self.critic_linear = nn.Linear(features, rnn_hidden) if critic_rnn == "none" else None
         self.pi_mlp = mlp([rnn_hidden, *hidden], activation)
-        self.vf_mlp = mlp([rnn_hidden, *hidden], activation)
-        width = hidden[-1] if hidden else rnn_hidden
-        self.pi_head = nn.Linear(width, n_out)
-        self.vf_head = nn.Linear(width, 1)
+        vf_sizes = tuple(vf_hidden) or tuple(hidden)  # the value MLP's own sizes where they differ
+        self.vf_mlp = mlp([rnn_hidden, *vf_sizes], activation)
+        self.pi_head = nn.Linear(hidden[-1] if hidden else rnn_hidden, n_out)
+        self.vf_head = nn.Linear(vf_sizes[-1] if vf_sizes else rnn_hidden, 1)
         if ortho_init:
             init_like_sb3(self)
         self.init_log_std(action_space, n_out, log_std_init)
         self.flatten_parameters()
 
-    # -- memory -------------------------------------------------------------------------------------
     @property
     def parts(self) -> int:
         """How many (layers, N, hidden) blocks the whole memory holds: the actor's, then the critic's."""

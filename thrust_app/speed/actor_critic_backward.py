@@ -40,6 +40,13 @@ def unsupported_reason(net: ActorCritic) -> str | None:
         return "image observations go through a CNN, which the written-out backward does not cover"
     if net.nvec:
         return "MultiDiscrete actions have one categorical per component, which the written-out backward does not cover"
+    return towers_reason(net)
+
+
+def towers_reason(net: ActorCritic) -> str | None:
+    """Why the fast forms cannot take this net's MLPs (they need TwinTowers: policy and value of one shape)."""
+    if not isinstance(net.towers, TwinTowers):
+        return "policy and value MLPs of different sizes (vf_hidden) are two plain MLPs, which the fast forms do not cover"
     return None
 
 

@@ -92,6 +92,8 @@ def choose_acting(algo: Algorithm, env: VecEnv) -> str:
     if algo.config.acting != "numpy":
         return "torch"
     reason = numpy_acting.unsupported_reason(algo.obs_shape, env, algo.device)
+    if not reason and isinstance(algo, OnPolicyAlgorithm) and not algo.net.uses_cnn:
+        reason = actor_critic_backward.towers_reason(algo.net)
     if reason:
         fall_back(algo, "acting", "numpy", "torch", reason)
         return "torch"

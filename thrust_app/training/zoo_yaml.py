@@ -50,8 +50,10 @@ def to_zoo_yaml(run_config: dict[str, Any]) -> str:
         if key in config:
             value = config.pop(key)
             entry[key] = f"lin_{value}" if config.pop(schedule_key, "constant") == "linear" else value
-    hidden, activation = config.pop("hidden", None), config.pop("activation", None)
+    hidden, activation, vf_hidden = config.pop("hidden", None), config.pop("activation", None), config.pop("vf_hidden", ())
     kwargs = [f"net_arch=[{', '.join(map(str, hidden))}]"] if hidden and not images else []  # a CNN has no hidden sizes
+    if kwargs and vf_hidden and list(vf_hidden) != list(hidden):  # a value MLP of its own sizes
+        kwargs = [f"net_arch=dict(pi=[{', '.join(map(str, hidden))}], vf=[{', '.join(map(str, vf_hidden))}])"]
     if activation == "relu":
         kwargs.append("activation_fn=nn.ReLU")
     if activation == "tanh":
@@ -161,10 +163,13 @@ def network_fields(policy_kwargs: dict[str, Any], described: str, fields: set[st
     kwargs = dict(policy_kwargs)
     network: dict[str, Any] = {}
     arch = kwargs.pop("net_arch", None)
-    if isinstance(arch, dict):  # dict(pi=[...], vf=[...]): Thrust's policy and value MLPs have one size list
-        if list(arch.get("pi") or []) != list(arch.get("vf") or []):
-            raise ConfigError(f"{described}: Thrust's policy and value MLPs share one net_arch")
-        arch = arch.get("pi")
+    if isinstance(arch, dict):  # dict(pi=[...], vf=[...]): `hidden`, and `vf_hidden` where the value MLP differs
+        pi, vf = list(arch.get("pi") or []), list(arch.get("vf") or [])
+        if pi != vf and "vf_hidden" not in fields:
+            raise ConfigError(f"{described}: this algorithm's policy and value MLPs share one net_arch")
+        if pi != vf:
+            network["vf_hidden"] = tuple(int(size) for size in vf)
+        arch = pi
     if arch is not None:
         network["hidden"] = tuple(int(size) for size in arch)
     activation = kwargs.pop("activation_fn", None)
