@@ -128,7 +128,7 @@ def test_a_search_shows_its_optimisation_history_and_parameter_importance(root):
     from thrust_app.sweeps.trials import param_importance
 
     text = SEARCH.format(name="importance", env="bandit", timesteps=512).replace("trials: 2", "trials: 4")
-    text = text.replace("search:\n", "search:\n  gamma: {type: uniform, low: 0.9, high: 0.99}\n")
+    text = text.replace("search:\n", "search:\n  gamma: {type: float, low: 0.9, high: 0.99}\n")
     folder = sweeps.start_sweep(text, workers=2, root=root)
     wait_until(lambda: not sweeps.is_running(folder), 240)
     importance = param_importance(folder)

@@ -76,4 +76,5 @@ def param_importance(folder: Path) -> dict[str, float]:
         params = {name: value for name, value in trial.params.items() if name in distributions}
         study.add_trial(optuna.trial.create_trial(params=params, distributions={n: distributions[n] for n in params},
                                                   value=trial.score))  # fmt: skip
-    return dict(optuna.importance.get_param_importances(study, seed=0))
+    evaluator = optuna.importance.FanovaImportanceEvaluator(seed=0)  # the same figures for the same trials
+    return dict(optuna.importance.get_param_importances(study, evaluator=evaluator))
