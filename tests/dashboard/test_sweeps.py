@@ -137,3 +137,16 @@ def test_a_search_shows_its_optimisation_history_and_parameter_importance(root):
     assert not at.exception
     titles = [m.value for m in at.markdown]
     assert "**Optimisation history**" in titles and any(t.startswith("**Parameter importance**") for t in titles)
+
+
+def test_the_seeds_of_one_trial_train_side_by_side_when_workers_allow(root):
+    """Issue #40: the seeds of an N-seeds sweep ran one after the other on one worker."""
+    text = sweeps.seeds_yaml("ppo", "cartpole", 8192, 2, {"n_steps": 32, "n_envs": 4}, "side-by-side")
+    folder = sweeps.start_sweep(text, workers=2, root=root)
+    wait_until(lambda: not sweeps.is_running(folder), 180)
+    (trial,) = sweeps.read_sweep(folder).trials
+    assert trial.state == "complete" and len(trial.runs) == 2
+    starts = [(run / "config.json").stat().st_mtime for run in trial.runs]
+    ends = [(run / "summary.json").stat().st_mtime for run in trial.runs]
+    assert max(starts) < min(ends), (starts, ends)  # both were training at once
+    assert "x 2 seed(s) at once" in (folder / sweeps.LOG_FILE).read_text()

@@ -84,35 +84,55 @@ def open_study(folder: Path, spec: SweepSpec, worker: int = 0) -> Any:
     )
 
 
-def objective(trial: Any, folder: Path, spec: SweepSpec, interrupted: list[bool]) -> float:
-    """Train the trial's settings on every seed (resuming folders a killed sweep left); its score. A run
-    stopped by a signal marks the trial interrupted (resume continues it) and `interrupted` non-empty."""
-    import optuna
-
+def objective(trial: Any, folder: Path, spec: SweepSpec, interrupted: list[bool], seed_processes: int = 1) -> float:
+    """Train the trial's settings on every seed (resuming folders a killed sweep left), `seed_processes` of them
+    at a time; its score. A run stopped by a signal marks the trial interrupted (resume continues it) and
+    `interrupted` non-empty."""
     trial.set_user_attr("pid", os.getpid())  # whose trial this is, for continue_orphans
     params = {name: suggest(trial, name, space) for name, space in spec.search.items()}
     number = trial.user_attrs.get("continues", trial.number)  # a resumed trial keeps its folders
-    scores = []
-    for index in range(spec.seeds):
-        hook = _pruning_hook(trial, spec) if index == 0 else None
-        try:
-            summary = run_seed(folder, spec, number, index, params, hook)
-        except ConfigError as err:  # a sampled combination the config checks refuse: this trial fails
-            trial.set_user_attr("error", f"its settings {params} do not fit: {err}")
+    try:
+        if seed_processes > 1:
+            return statistics.fmean(
+                seed_score(trial, number, summary, spec, interrupted)
+                for summary in seeds_in_parallel(folder, spec, number, params, seed_processes)
+            )
+        scores = []
+        for index in range(spec.seeds):  # one after another: the pruner decides on the first seed's evaluations
+            hook = _pruning_hook(trial, spec) if index == 0 else None
+            scores.append(seed_score(trial, number, run_seed(folder, spec, number, index, params, hook), spec, interrupted))
+        return statistics.fmean(scores)
+    except ConfigError as err:  # a sampled combination the config checks refuse: this trial fails
+        trial.set_user_attr("error", f"its settings {params} do not fit: {err}")
+        print(f"thrust: trial {number} failed: {trial.user_attrs['error']}", file=sys.stderr)
+        raise RuntimeError(str(err)) from None
+
+
+def seeds_in_parallel(folder: Path, spec: SweepSpec, number: int, params: dict[str, Any], processes: int) -> list[dict]:
+    """Every seed's summary, `processes` seeds training at once: the first here, the others in forked processes
+    (each dies with this worker, as this worker with its driver)."""
+    fork = multiprocessing.get_context("fork")
+    with fork.Pool(processes - 1, initializer=die_with_driver, initargs=(os.getpid(),)) as pool:
+        others = [pool.apply_async(run_seed, (folder, spec, number, index, params, None)) for index in range(1, spec.seeds)]
+        first = run_seed(folder, spec, number, 0, params, None)
+        return [first, *(result.get() for result in others)]
+
+
+def seed_score(trial: Any, number: int, summary: dict[str, Any], spec: SweepSpec, interrupted: list[bool]) -> float:
+    """One seed's score, or the trial's end: pruned, interrupted (by a signal: this worker stops), or failed."""
+    import optuna
+
+    if summary["status"] == "pruned":
+        raise optuna.TrialPruned()
+    if summary["status"] in ("interrupted", "terminated"):  # Ctrl-C or kill: this worker stops here
+        trial.set_user_attr("interrupted", True)
+        interrupted.append(True)
+    if summary["status"] not in ("finished", "solved"):
+        if summary["status"] not in ("interrupted", "terminated"):
+            trial.set_user_attr("error", f"{summary['run_dir']} ended {summary['status']}")
             print(f"thrust: trial {number} failed: {trial.user_attrs['error']}", file=sys.stderr)
-            raise RuntimeError(str(err)) from None
-        if summary["status"] == "pruned":
-            raise optuna.TrialPruned()
-        if summary["status"] in ("interrupted", "terminated"):  # Ctrl-C or kill: this worker stops here
-            trial.set_user_attr("interrupted", True)
-            interrupted.append(True)
-        if summary["status"] not in ("finished", "solved"):
-            if summary["status"] not in ("interrupted", "terminated"):
-                trial.set_user_attr("error", f"{summary['run_dir']} ended {summary['status']}")
-                print(f"thrust: trial {number} failed: {trial.user_attrs['error']}", file=sys.stderr)
-            raise RuntimeError(f"{summary['run_dir']} ended {summary['status']}")
-        scores.append(score(summary, spec))
-    return statistics.fmean(scores)
+        raise RuntimeError(f"{summary['run_dir']} ended {summary['status']}")
+    return score(summary, spec)
 
 
 def _pruning_hook(trial: Any, spec: SweepSpec) -> IterationHook:
@@ -127,8 +147,9 @@ def _pruning_hook(trial: Any, spec: SweepSpec) -> IterationHook:
 
 
 # -- running it -----------------------------------------------------------------------------------------
-def run_worker(folder: Path, worker: int) -> None:
-    """One worker: trials until the sweep has its number of finished or pruned trials."""
+def run_worker(folder: Path, worker: int, seed_processes: int = 1) -> None:
+    """One worker: trials until the sweep has its number of finished or pruned trials, each training
+    `seed_processes` of its seeds at once."""
     import torch
     from optuna.trial import TrialState
 
@@ -149,7 +170,9 @@ def run_worker(folder: Path, worker: int) -> None:
             continue_orphans(study, folder, spec)
             time.sleep(0.5)
             continue
-        study.optimize(lambda trial: objective(trial, folder, spec, interrupted), n_trials=1, catch=(RuntimeError,))
+        study.optimize(
+            lambda trial: objective(trial, folder, spec, interrupted, seed_processes), n_trials=1, catch=(RuntimeError,)
+        )
 
 
 #: Trials that fail one after another (each with an error of its own, not an interruption) before the sweep
@@ -224,10 +247,10 @@ def requeue_interrupted(folder: Path, spec: SweepSpec) -> int:
     return len(queued)
 
 
-def _forked_worker(folder: Path, index: int, driver: int) -> None:
+def _forked_worker(folder: Path, index: int, driver: int, seed_processes: int) -> None:
     die_with_driver(driver)
     try:
-        run_worker(folder, worker=index)
+        run_worker(folder, worker=index, seed_processes=seed_processes)
     except KeyboardInterrupt:  # a second Ctrl-C: the run's checkpoint is kept, the trial resumes later
         sys.exit(130)
     except TooManyFailures:  # worker 0, in the driver, says so once
@@ -260,11 +283,13 @@ def run_optuna_sweep(folder: Path, spec: SweepSpec, *, resume: bool, workers: in
         log(f"thrust: continuing sweep {spec.name}: {requeue_interrupted(folder, spec)} interrupted trial(s) queued again")
     else:
         open_study(folder, spec)
-    # more workers than trials idle
-    count = min(workers or spec.workers or (os.cpu_count() or 1) // spec.cpus_per_trial or 1, spec.trials)
+    available = workers or spec.workers or (os.cpu_count() or 1) // spec.cpus_per_trial or 1
+    count = min(available, spec.trials)
+    # processes the trials leave over train their seeds side by side (without a pruner, which decides on the first)
+    seed_processes = max(1, min(spec.seeds, available // count)) if spec.pruner == "none" else 1
     log(
         f"thrust: sweep {spec.name}: {spec.trials} trials x {spec.seeds} seed(s) of {spec.algo} on {spec.env}, "
-        f"{count} worker process(es), folder {folder}"
+        f"{count} worker process(es) x {seed_processes} seed(s) at once, folder {folder}"
     )
     # This process is worker 0; workers 1.. are forked from it once torch and the trainer are imported
     # here, so no worker pays that import (seconds) again.
@@ -273,11 +298,13 @@ def run_optuna_sweep(folder: Path, spec: SweepSpec, *, resume: bool, workers: in
     from ..training import trainer  # noqa: F401
 
     fork = multiprocessing.get_context("fork")
-    processes = [fork.Process(target=_forked_worker, args=(folder, index, os.getpid())) for index in range(1, count)]
+    processes = [
+        fork.Process(target=_forked_worker, args=(folder, index, os.getpid(), seed_processes)) for index in range(1, count)
+    ]
     for process in processes:
         process.start()
     try:
-        run_worker(folder, worker=0)
+        run_worker(folder, worker=0, seed_processes=seed_processes)
         codes = [_wait(process) for process in processes]
     except KeyboardInterrupt:  # the workers got the same Ctrl-C: they checkpoint their runs and stop
         codes = [_wait(process) for process in processes]
