@@ -280,3 +280,66 @@ def test_tags_are_kept_in_the_run_and_found_by_the_filter(dirs):
     table = next(frame.value for frame in at.dataframe if "tags" in frame.value.columns)
     assert list(table["run"]) == ["tagged"] and table["tags"].iloc[0] == "baseline, lr-sweep"
     assert jobs.read_notes(dirs / "runs" / "tagged")["text"] == "the first try"
+
+
+def choose_in_browser(page, key: str, option: str) -> None:
+    """Pick `option` in the Streamlit select box `key`, as a user does: open it, click the option."""
+    page.locator(f".st-key-{key} input:visible").first.click()
+    page.get_by_role("option", name=option, exact=True).click()
+
+
+@pytest.mark.skipif(
+    not os.environ.get("THRUST_REQUIRE_BROWSER") and not CHROMIUM.exists(),
+    reason="needs Debian chromium at /usr/bin/chromium (.ci/run installs it)",
+)
+def test_in_a_browser_the_form_shows_the_chosen_pairs_preset(dirs):
+    """Issue #40: in a real browser, Timesteps stayed at bandit's 4,000 after choosing cartpole and PPO (AppTest
+    showed the right value: the browser kept what it showed unless the app wrote the field's state)."""
+    from playwright.sync_api import expect
+
+    with dashboard_page() as page:
+        field = lambda key: page.locator(f".st-key-{key} input:visible").first  # noqa: E731
+        expect(field("new-timesteps")).to_have_value("4000")
+        choose_in_browser(page, "new-env", "cartpole")
+        choose_in_browser(page, "new-algo", "ppo")
+        expect(field("new-timesteps")).to_have_value("100000", timeout=20_000)
+        expect(field("hp-ppo-n_steps")).to_have_value("32")
+        field("hp-ppo-gamma").fill("0.95")
+        field("hp-ppo-gamma").press("Tab")
+        choose_in_browser(page, "new-device", "cpu")  # another rerun: a typed value stays
+        expect(field("hp-ppo-gamma")).to_have_value("0.95", timeout=20_000)
+        choose_in_browser(page, "new-env", "pendulum")  # another pair: its preset, typed values forgotten
+        expect(field("new-timesteps")).to_have_value("200000", timeout=20_000)
+        expect(field("hp-ppo-n_steps")).to_have_value("1024")
+        expect(field("hp-ppo-gamma")).to_have_value("0.9")
+
+
+@pytest.mark.skipif(
+    not os.environ.get("THRUST_REQUIRE_BROWSER") and not CHROMIUM.exists(),
+    reason="needs Debian chromium at /usr/bin/chromium (.ci/run installs it)",
+)
+def test_in_a_browser_the_training_tab_stays_on_the_run_it_resumed(dirs):
+    """Issue #40: after Resume the Run box jumped to another, finished run (the resumed run moved to the top of
+    the newest-first list, and the browser keeps a choice by its place)."""
+    from playwright.sync_api import expect
+
+    from thrust_app.training.trainer import train
+
+    def stop_early(trainer) -> None:
+        if trainer.step >= 1024:
+            trainer.request_stop()
+
+    quiet = {"progress": False, "log": lambda _: None}
+    train("ppo", "cartpole", timesteps=20_000, run_dir=dirs / "runs" / "resumed", on_iteration=stop_early, **quiet)
+    time.sleep(1.1)  # a newer folder time: the finished run comes first in the list
+    train("ppo", "bandit", timesteps=512, run_dir=dirs / "runs" / "finished", **quiet)
+    with dashboard_page() as page:
+        page.get_by_role("tab", name="Training").click()
+        box = page.locator(".st-key-train-run input:visible").first
+        expect(box).to_have_value("finished · finished", timeout=20_000)
+        choose_in_browser(page, "train-run", "resumed · stopped")
+        expect(box).to_have_value("resumed · stopped", timeout=20_000)
+        page.locator(".st-key-resume button:visible").first.click()
+        expect(box).to_have_value("resumed · finished", timeout=90_000)  # through starting and running
+        time.sleep(2 * 2)  # two more refreshes of the tab
+        assert box.input_value() == "resumed · finished"

@@ -10,7 +10,7 @@ import streamlit as st
 from thrust_app.algos import ALGOS
 from thrust_app.config import ConfigError, apply_overrides, field_help
 from thrust_app.dashboard import jobs
-from thrust_app.dashboard.widgets import action_kind, fmt_value, machine_devices
+from thrust_app.dashboard.widgets import action_kind, chosen_key, fmt_value, machine_devices
 from thrust_app.envs.core import ALIASES
 from thrust_app.training.presets import DEFAULT_PRESET, get_preset, preset_names
 
@@ -27,6 +27,15 @@ def shown_preset(algo: str, env_name: str):
     from thrust_app.training.run_spec import resolve_env_name
 
     return get_preset(algo, resolve_env_name(env_name), st.session_state.get("new-preset", DEFAULT_PRESET))
+
+
+def shown_value(key: str, preset_value: str) -> str:
+    """`key`, its field showing `preset_value` unless the user typed another since the preset was chosen. The value
+    goes through the field's state, not the widget's default: after a reset (another env, algorithm or preset)
+    the browser then shows the new value (it kept showing what it had, bandit's 4,000 steps for CartPole)."""
+    if key not in st.session_state:
+        st.session_state[key] = preset_value
+    return key
 
 
 def reset_form_values() -> None:
@@ -96,7 +105,7 @@ def submit_new_run(env_name: str, algo: str) -> None:
         st.session_state.flash = ("error", str(err))
         return
     st.session_state.current_run = paths[0].name
-    st.session_state["train-run"] = paths[0].name  # the Training tab shows the (first) new run
+    st.session_state[chosen_key("train-run")] = paths[0].name  # the Training tab shows the (first) new run
     where = (
         f"in {paths[0]}"
         if len(paths) == 1
@@ -210,7 +219,7 @@ def new_run_form(env_name: str, algo: str, preset, config) -> None:
     with st.form("new-run"):
         timesteps_column, seed_column, seeds_column = st.columns(3)
         with timesteps_column:
-            st.text_input("Timesteps", str(preset.timesteps), key="new-timesteps")
+            st.text_input("Timesteps", key=shown_value("new-timesteps", str(preset.timesteps)))
             field_error("timesteps")
         with seed_column:
             st.text_input("Seed", "0", key="new-seed")
@@ -222,6 +231,7 @@ def new_run_form(env_name: str, algo: str, preset, config) -> None:
         columns = st.columns(3)
         for i, f in enumerate(dataclasses.fields(config)):
             with columns[i % 3]:
-                st.text_input(f.name, fmt_value(getattr(config, f.name)), key=hp_key(algo, f.name), help=helps[f.name])
+                key = shown_value(hp_key(algo, f.name), fmt_value(getattr(config, f.name)))
+                st.text_input(f.name, key=key, help=helps[f.name])
                 field_error(f.name)
         st.form_submit_button("Start training", type="primary", on_click=submit_new_run, args=(env_name, algo))

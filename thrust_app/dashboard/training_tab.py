@@ -7,7 +7,7 @@ import pandas as pd
 import streamlit as st
 
 from thrust_app.dashboard import jobs
-from thrust_app.dashboard.widgets import REFRESH_S, pick_run
+from thrust_app.dashboard.widgets import REFRESH_S, chosen_key, pick_run
 from thrust_app.runs.curves import curves, return_chart
 from thrust_app.runs.files import LAST_CHECKPOINT
 
@@ -121,6 +121,7 @@ def training_tab() -> None:
     )
     if cols[1].button("Resume", key="resume", disabled=not can_resume, help="continue from the last checkpoint"):
         jobs.resume_run(info.path)
+        st.session_state[chosen_key("train-run")] = info.name  # it moves to the top of the list: keep it chosen
         st.toast(f"Resuming {info.name}…")
     notes_form(info)
     panel_controls()

@@ -60,13 +60,27 @@ def run_label(info: jobs.RunInfo) -> str:
 
 
 def pick_run(label: str, runs: list[jobs.RunInfo], key: str) -> jobs.RunInfo | None:
+    """A run chosen in a select box, kept by its name: the one last chosen here (or started, or resumed), else the
+    current run, else the newest. The list is newest first, so starting or resuming a run reorders it; the
+    browser keeps a choice by its place in the list, so the name is written into the box's state on every
+    rerun (a resumed run's box jumped to the run that took its place)."""
     if not runs:
         st.info("No runs yet: start one in **New run**.")
         return None
     names = [r.name for r in runs]
-    if st.session_state.get(key) not in names:  # first show, or its run is gone: the current run, else the newest
-        wanted = st.session_state.get("current_run")
-        st.session_state[key] = wanted if wanted in names else names[0]
-    name = st.selectbox(label, names, key=key, format_func=lambda n: run_label(runs[names.index(n)]))
-    st.session_state.current_run = name
+    chosen = st.session_state.get(chosen_key(key), st.session_state.get("current_run"))
+    st.session_state[key] = chosen if chosen in names else names[0]
+    name = st.selectbox(
+        label, names, key=key, format_func=lambda n: run_label(runs[names.index(n)]), on_change=remember_choice, args=(key,)
+    )
+    st.session_state[chosen_key(key)] = st.session_state.current_run = name
     return runs[names.index(name)]
+
+
+def chosen_key(key: str) -> str:
+    return f"{key}-chosen"
+
+
+def remember_choice(key: str) -> None:
+    """The user picked another run in the box `key`: that one stays chosen."""
+    st.session_state[chosen_key(key)] = st.session_state[key]
