@@ -174,6 +174,7 @@ COVERED_BY = {
     "api/model_card.py": "tests/api/test_share.py",
     "runs/curves.py": "tests/api/test_model.py",
     "runs/compare_plot.py": "tests/runs/test_compare.py",
+    "runs/scores.py": "tests/runs/test_compare.py",
     "version.py": "tests/api/test_model.py",
     "algos/action_noise.py": "tests/algos/test_td3.py",
     "nets/obs_normalizer.py": "tests/training/test_normalization.py",

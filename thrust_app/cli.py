@@ -407,7 +407,7 @@ def add_train_command(subcommands: argparse._SubParsersAction) -> None:
 
 def add_compare_command(subcommands: argparse._SubParsersAction) -> None:
     """`thrust compare RUN... [--score ...] [--group-by ...] [--plot out.png]`."""
-    from .runs.compare import SCORES
+    from .runs.scores import SCORES
 
     cmp = subcommands.add_parser(
         "compare",

@@ -24,30 +24,12 @@ import numpy as np
 from scipy import stats
 
 from .files import CONFIG_FILE, METRICS_FILE, SUMMARY_FILE, RunDirError, read_json, read_jsonl
+from .scores import SCORES, Score
 
 #: What runs are grouped by unless told otherwise: every setting that defines a run except its seed (and where
 #: or how fast it ran: device, threads, checkpoints).
 DEFAULT_GROUP_BY = ("algo", "env", "preset", "timesteps", "stop_at_return", "eval_every", "eval_episodes", "config")
 CONFIDENCE = 0.95
-
-
-@dataclass(frozen=True)
-class Score:
-    """One way to score a run: `key` in RunScore.scores, what the table calls it, which way is better."""
-
-    key: str
-    label: str
-    higher_is_better: bool
-
-
-#: The scores a comparison can rank by. A run that never reached the threshold counts at its whole length
-#: (steps or seconds), flagged; early-stopped runs are scored fairly by "steps" / "seconds" / "auc".
-SCORES = {
-    "final": Score("final", "final evaluation", True),
-    "steps": Score("steps", "env steps to the threshold", False),
-    "seconds": Score("seconds", "seconds to the threshold", False),
-    "auc": Score("auc", "area under the evaluation curve (mean evaluation over the run)", True),
-}
 
 
 @dataclass
