@@ -49,24 +49,20 @@ FAMILIES = (
 
 
 def _cmd_train(args: argparse.Namespace) -> int:
-    from .training.trainer import resume, train
+    """Train or resume through the model object (thrust_app/api/model.py), as a Python user does."""
+    from .algos import get_algo
+    from .api.model import MODELS, Model
 
     if args.resume:
         if args.algo or args.env:
             raise UsageError("--resume continues a run as it was configured; give no ALGO or ENV with it")
-        summary = resume(
-            args.resume,
-            device=args.device if args.device != "auto" else None,
-            timesteps=args.timesteps,
-            progress=not args.quiet,
-        )
+        device = args.device if args.device != "auto" else None
+        model = Model.resume_run(args.resume, timesteps=args.timesteps, device=device, progress_bar=not args.quiet)
     else:
         if not (args.algo and args.env):
             raise UsageError("thrust train needs ALGO and ENV (e.g. `thrust train ppo cartpole`), or --resume RUN_DIR")
-        summary = train(
-            args.algo,
+        model = MODELS[get_algo(args.algo).name](
             args.env,
-            timesteps=args.timesteps,
             seed=args.seed,
             device=args.device,
             run_dir=args.run_dir,
@@ -77,8 +73,9 @@ def _cmd_train(args: argparse.Namespace) -> int:
             env_backend=args.env_backend,
             tensorboard=args.tensorboard,
             preset=args.preset,
-            progress=not args.quiet,
         )
+        model.learn(args.timesteps, progress_bar=not args.quiet)
+    summary = model.summary
     _print_summary(summary)
     run_dir = summary["run_dir"]
     if summary["status"] in ("interrupted", "terminated"):

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
+import json
 import math
 import os
 import typing
@@ -76,6 +77,10 @@ class AlgoConfig:
     lr_schedule: Literal["constant", "linear"] = param("constant", "learning rate over training: constant, or linear to 0")
     gamma: float = param(0.99, "discount factor", ge=0, le=1)
     hidden: tuple[int, ...] = param((64, 64), "hidden layer sizes of the MLPs (image observations use a CNN)")
+    features_extractor: str = param(
+        "", "a feature extractor of your own in front of the MLPs, 'package.module:Class' (SB3's features_extractor_class)"
+    )
+    features_extractor_kwargs: str = param("{}", "its keyword arguments, a JSON object (SB3's features_extractor_kwargs)")
     acting: Literal["numpy", "torch"] = param(
         "numpy",
         "how the policy acts while collecting experience: numpy (speed/numpy_acting.py: its forward in numpy, an "
@@ -115,10 +120,26 @@ class AlgoConfig:
                 check_range(field.name, value, field.metadata.get("ge"), field.metadata.get("gt"), field.metadata.get("le"))
         if not self.hidden or any(size < 1 for size in self.hidden):
             raise ConfigError(f"hidden sizes must be >= 1, got {self.hidden}")
+        check_extractor(self.features_extractor, self.features_extractor_kwargs)
 
     def check_fits(self, timesteps: int, obs_bytes: int) -> None:
         """Refuse settings that cannot fit a run of `timesteps` steps on an env whose observations take
         `obs_bytes` bytes each (the budget, this machine's memory); the on- and off-policy configs say how."""
+
+
+def check_extractor(path: str, kwargs_json: str) -> None:
+    """`features_extractor` names a class as 'package.module:Class' and its kwargs are a JSON object (the class
+    itself is loaded when a net is built: nets/extractor.py)."""
+    if not path:
+        return
+    if ":" not in path:
+        raise ConfigError(f"features_extractor {path!r}: give it as 'package.module:Class'")
+    try:
+        kwargs = json.loads(kwargs_json or "{}")
+    except json.JSONDecodeError as err:
+        raise ConfigError(f"features_extractor_kwargs is not JSON ({err.msg}): give a JSON object") from None
+    if not isinstance(kwargs, dict):
+        raise ConfigError("features_extractor_kwargs must be a JSON object of keyword arguments")
 
 
 def available_memory_bytes() -> int:
@@ -207,14 +228,7 @@ def apply_overrides(config: Any, overrides: dict[str, Any] | list[str] | None, a
     """A copy of `config` with overrides applied; `overrides` is a dict or a list of 'key=value'."""
     if not overrides:
         return config
-    if isinstance(overrides, list):
-        pairs = {}
-        for item in overrides:
-            if "=" not in item:
-                raise ConfigError(f"--set expects key=value, got {item!r}")
-            key, value = item.split("=", 1)
-            pairs[key.strip()] = value
-        overrides = pairs
+    overrides = override_pairs(overrides)
     hints = typing.get_type_hints(type(config))
     valid = [f.name for f in dataclasses.fields(config)]
     changes = {}
@@ -227,6 +241,19 @@ def apply_overrides(config: Any, overrides: dict[str, Any] | list[str] | None, a
     new = dataclasses.replace(config, **changes)
     new.validate()
     return new
+
+
+def override_pairs(overrides: dict[str, Any] | list[str] | None) -> dict[str, Any]:
+    """Overrides as a dict: a dict as it is, a list of 'key=value' texts (the command line's --set) split."""
+    if not isinstance(overrides, list):
+        return dict(overrides or {})
+    pairs = {}
+    for item in overrides:
+        if "=" not in item:
+            raise ConfigError(f"--set expects key=value, got {item!r}")
+        key, value = item.split("=", 1)
+        pairs[key.strip()] = value
+    return pairs
 
 
 def current_name(key: str, raw: Any) -> tuple[str, Any]:

@@ -132,8 +132,10 @@ def test_sb3_call_shapes_and_policy_kwargs(tmp_path):
     assert (split["hidden"], split["vf_hidden"]) == ((8,), (16, 16))
     with pytest.raises(TypeError, match=r"PPO takes the env .*PPO\(env\) or PPO\('MlpPolicy', env\)"):
         PPO("MlpPolicy")
-    with pytest.raises(ValueError, match="Thrust has no setting for features_extractor_class"):
+    with pytest.raises(ValueError, match=r"features_extractor 'builtins:object' is not a torch nn\.Module class"):
         PPO("CartPole-v1", policy_kwargs={"features_extractor_class": object})
+    with pytest.raises(ValueError, match="Thrust has no setting for share_features_extractor"):
+        PPO("CartPole-v1", policy_kwargs={"share_features_extractor": False})
     with pytest.raises(ValueError, match="learning_rate"):
         PPO("CartPole-v1", learning_rate=-1.0)
     with pytest.raises(TypeError, match=r"env must be an id string, a gymnasium\.Env or a vector env, got int"):
@@ -165,3 +167,35 @@ def test_normalised_runs_predict_on_raw_observations(tmp_path):
     model = ppo("CartPole-v1", tmp_path, normalize=True).learn(512)
     _, policy = load_policy(model.run_dir)  # the statistics folded in front
     assert np.array_equal(model.predict(OBS * 5)[0], deterministic_action(policy, torch.as_tensor(OBS * 5)).numpy())
+
+
+def test_thrust_train_is_a_thin_user_of_the_model(tmp_path, monkeypatch):
+    """`thrust train` builds the model object and calls its learn (and --resume its resume_run): one path."""
+    from thrust_app.api.model import Model
+    from thrust_app.cli import main
+
+    calls: list[tuple[str, object]] = []
+    learn, resume_run = Model.learn, Model.resume_run.__func__
+    monkeypatch.setattr(Model, "learn", lambda self, *a, **k: calls.append(("learn", a[0])) or learn(self, *a, **k))
+    monkeypatch.setattr(
+        Model, "resume_run", classmethod(lambda cls, *a, **k: calls.append(("resume", a[0])) or resume_run(cls, *a, **k))
+    )
+    run = tmp_path / "cli-run"
+    assert (
+        main(["train", "ppo", "CartPole-v1", "--timesteps", "512", "--run-dir", str(run), "--set", "n_envs=4", "--quiet"]) == 0
+    )
+    assert main(["train", "--resume", str(run), "--timesteps", "1024", "--quiet"]) == 0
+    assert calls == [("learn", 512), ("resume", str(run))]
+    model = PPO.load(run)
+    assert model.num_timesteps == 1024 and model.spec.config["n_envs"] == 4
+
+
+def test_overrides_as_text_a_chosen_run_folder_and_the_presets_budget(tmp_path):
+    model = PPO("cartpole", overrides=["n_envs=4", "n_steps=64"], n_steps=32, run_dir=tmp_path / "mine", verbose=0)
+    assert (model.spec.config["n_envs"], model.spec.config["n_steps"]) == (4, 32)  # keywords win over texts
+    model.learn(256)
+    assert model.run_dir == tmp_path / "mine" and model.summary["timesteps"] == 256
+    with pytest.raises(ValueError, match=r"say how many more steps, learn\(total_timesteps\)"):
+        model.learn()
+    fast = PPO("cartpole", preset="fast", stop_at_return=10, runs_root=tmp_path, verbose=0).learn()
+    assert fast.summary["status"] == "solved"  # the preset's budget, stopped at the return

@@ -34,14 +34,17 @@ def build_algorithm(algo: str, env_id: str, config: dict[str, Any], device: torc
     (a run's saved config, checked again), on `device`."""
     from ..envs import env_observation_parts
     from ..envs.pipeline import Pipeline
+    from ..nets.extractor import FeatureExtractor
 
     algo_cls = get_algo(algo)
     checked = apply_overrides(algo_cls.Config(), config, algo_cls.name)
     pipeline = Pipeline.of(checked)
     obs_space, action_space = env_spaces(env_id, pipeline)
     parts = env_observation_parts(env_id, pipeline) if obs_space.shape and len(obs_space.shape) == 1 else None
-    images = parts if parts and any(part.is_image for part in parts) else None  # vectors alone: one flat MLP input
-    return algo_cls(obs_space.shape, action_space, checked, device, seed, obs_space.dtype, images)
+    front = parts if parts and any(part.is_image for part in parts) else None  # vectors alone: one flat MLP input
+    if checked.features_extractor:  # the user's own module reads the observation instead
+        front = FeatureExtractor(checked.features_extractor, checked.features_extractor_kwargs)
+    return algo_cls(obs_space.shape, action_space, checked, device, seed, obs_space.dtype, front)
 
 
 __all__ = [

@@ -24,6 +24,7 @@ import torch
 
 from ..algos import build_algorithm, get_algo
 from ..algos.base import Algorithm, NumpyPolicy
+from ..config import override_pairs
 from ..envs import env_parted_space
 from ..envs.instances import env_choice, is_instance_id, is_vector_env, register_copy, single_env
 from ..envs.pipeline import Pipeline
@@ -42,107 +43,17 @@ from .predict import observation_batch, predict_actions, start_memory
 SB3_POLICY_NAMES = ("MlpPolicy", "CnnPolicy", "MultiInputPolicy", "MlpLstmPolicy", "CnnLstmPolicy", "MultiInputLstmPolicy")
 
 
-class Model:
-    """One algorithm on one env: `model = PPO("CartPole-v1"); model.learn(50_000); model.predict(obs)`."""
+class ModelUse:
+    """What a model does with what it learned: predict, evaluate, plot, save, export, share, checkpoint. `Model` holds
+    the state these read (`spec`, `state`, `algo`, `policy`, `run_dir`)."""
 
+    spec: RunSpec
+    state: dict[str, Any] | None
+    run_dir: Path | None
+    trainer: Trainer | None
+    verbose: int
     algo_name: ClassVar[str] = ""
 
-    def __init__(self, *args: Any, preset: str = "default", seed: int = 0, device: str = "auto", eval_every: int | None = None,
-                 eval_episodes: int = 10, stop_at_return: float | None = None, tensorboard: bool = False,
-                 runs_root: str | Path = "runs", save_run: bool = True, torch_threads: int = 1, env_backend: str | None = None,
-                 verbose: int = 1, policy_kwargs: dict[str, Any] | None = None, **config: Any) -> None:  # fmt: skip
-        choice = env_choice(env_argument(args, type(self).__name__))
-        fields = {field.name for field in dataclasses.fields(get_algo(self.algo_name).Config)}
-        overrides = dict(config) | network_fields(policy_kwargs or {}, "policy_kwargs", fields)
-        if choice.n_envs is not None:
-            overrides.setdefault("n_envs", choice.n_envs)
-        self.settings = dict(seed=seed, device=device, eval_every=eval_every, eval_episodes=eval_episodes,
-                             stop_at_return=stop_at_return, overrides=overrides, torch_threads=torch_threads,
-                             env_backend=env_backend, tensorboard=tensorboard, preset=preset)  # fmt: skip
-        spec = make_spec(self.algo_name, choice.env_id, None, seed, device, eval_every, eval_episodes, stop_at_return,
-                         overrides, None, torch_threads, env_backend, tensorboard, preset)  # fmt: skip
-        self.spec = dataclasses.replace(spec, env_spec=choice.spec_json)
-        self.runs_root, self.save_run, self.verbose = Path(runs_root), save_run, verbose
-        self.run_dir: Path | None = None  #: the run folder of the last `learn` (None with save_run=False)
-        self.state: dict[str, Any] | None = None  #: the latest checkpoint, in memory (None before any learning)
-        self.trainer: Trainer | None = None  #: the live training loop, while `learn` runs
-        self._algo = build_algorithm(self.algo_name, self.spec.env, self.spec.config, torch.device("cpu"), seed)
-
-    # -- what the model is now ------------------------------------------------------------------------
-    @property
-    def algo(self) -> Algorithm:
-        """The algorithm (nets, optimizers, buffers): the training loop's while `learn` runs."""
-        return self.trainer.algo if self.trainer is not None else self._algo
-
-    @property
-    def num_timesteps(self) -> int:
-        return self.algo.num_timesteps
-
-    @property
-    def env_id(self) -> str:
-        return self.spec.env
-
-    @property
-    def policy(self) -> torch.nn.Module:
-        """The deterministic policy on raw observations (`policy.act(obs)`), normalisation folded in front."""
-        if self.trainer is not None:
-            return evaluated_policy(self.trainer.algo, self.trainer.env)
-        env_state = self.state["env_state"] if self.state is not None else None
-        if self.algo.config.normalize and env_state is None:
-            return self.algo.policy  # not trained yet: no statistics to normalise with
-        return on_raw_observations(self.algo.policy, self.algo.config, env_state)
-
-    @property
-    def last_evaluation(self) -> tuple[int, EvalResult] | None:
-        """(step, result) of the latest evaluation of the run, None before the first."""
-        if self.trainer is not None:
-            logger = self.trainer.logger
-            return None if logger.last_eval is None else (logger.last_eval_step, logger.last_eval)
-        if self.state is None or not self.state.get("last_eval"):
-            return None
-        return self.state.get("last_eval_step"), EvalResult(**self.state["last_eval"])
-
-    # -- training -------------------------------------------------------------------------------------
-    def learn(self, total_timesteps: int, callback: Callback | Callable | Sequence | None = None,
-              progress_bar: bool | None = None) -> Model:  # fmt: skip
-        """Train `total_timesteps` more env steps; returns the model (SB3's chaining). Callbacks: api/callbacks.py."""
-        callbacks = as_callbacks(callback)
-        progress = self.verbose > 0 if progress_bar is None else progress_bar
-        for one in callbacks:
-            one.on_training_start(self)
-        with training_folder(self) as (run_dir, fresh):
-            hooks = dict(
-                progress=progress, on_iteration=iteration_hook(self, callbacks), log=print if self.verbose > 0 else _quiet
-            )
-            try:
-                if fresh:
-                    train(self.algo_name, self.spec.env, timesteps=total_timesteps, run_dir=run_dir, runs_root=self.runs_root,
-                          env_spec=self.spec.env_spec, **self.settings, **hooks)  # fmt: skip
-                else:
-                    resume(run_dir, timesteps=self.num_timesteps + total_timesteps, **hooks)
-            finally:
-                self.trainer = None
-            self._take_state(run_dir)
-            for one in callbacks:
-                one.on_training_end(self)
-        return self
-
-    def _take_state(self, run_dir: Path) -> None:
-        """The run's config and last checkpoint, read back as the model's own after training."""
-        self.spec = load_spec(run_dir)
-        self.state = load_checkpoint(run_dir / LAST_CHECKPOINT)
-        self._algo = trained_algorithm(self.spec, self.state, "cpu")
-
-    def checkpoint(self, path: str | Path) -> Path:
-        """A whole checkpoint of the model as it is now (during `learn`: the live run's) at `path`."""
-        if self.trainer is not None:
-            return self.trainer.checkpoint(Path(path))
-        if self.state is None:
-            raise ValueError("the model has not learned yet: there is no checkpoint to write")
-        save_checkpoint(Path(path), {key: value for key, value in self.state.items() if key not in ("format", "version")})
-        return Path(path)
-
-    # -- using it -------------------------------------------------------------------------------------
     def predict(self, observation: Any, state: Any = None, episode_start: Any = None, deterministic: bool = True,
                 action_masks: Any = None) -> tuple[np.ndarray, np.ndarray | None]:  # fmt: skip
         """SB3's `predict`: (action, next state) for one observation or a batch; `state` is a recurrent
@@ -196,6 +107,130 @@ class Model:
         with run_folder_of(self) as run_dir:
             return share_run(run_dir, out, episodes, force, log=print if self.verbose > 0 else _quiet)
 
+    def checkpoint(self, path: str | Path) -> Path:
+        """A whole checkpoint of the model as it is now (during `learn`: the live run's) at `path`."""
+        if self.trainer is not None:
+            return self.trainer.checkpoint(Path(path))
+        if self.state is None:
+            raise ValueError("the model has not learned yet: there is no checkpoint to write")
+        save_checkpoint(Path(path), {key: value for key, value in self.state.items() if key not in ("format", "version")})
+        return Path(path)
+
+
+class Model(ModelUse):
+    """One algorithm on one env: `model = PPO("CartPole-v1"); model.learn(50_000); model.predict(obs)`."""
+
+    algo_name: ClassVar[str] = ""
+
+    def __init__(self, *args: Any, preset: str = "default", seed: int = 0, device: str = "auto", eval_every: int | None = None,
+                 eval_episodes: int = 10, stop_at_return: float | None = None, tensorboard: bool = False,
+                 runs_root: str | Path = "runs", save_run: bool = True, torch_threads: int = 1, env_backend: str | None = None,
+                 verbose: int = 1, policy_kwargs: dict[str, Any] | None = None, run_dir: str | Path | None = None,
+                 overrides: dict[str, Any] | list[str] | None = None, **config: Any) -> None:  # fmt: skip
+        """`overrides`: settings as a dict or `key=value` texts (the command line's --set), `config` wins over them;
+        `run_dir`: the folder the first `learn` trains in (default: a new one under `runs_root`)."""
+        choice = env_choice(env_argument(args, type(self).__name__))
+        fields = {field.name for field in dataclasses.fields(get_algo(self.algo_name).Config)}
+        overrides = override_pairs(overrides) | dict(config) | network_fields(policy_kwargs or {}, "policy_kwargs", fields)
+        if choice.n_envs is not None:
+            overrides.setdefault("n_envs", choice.n_envs)
+        self.settings = dict(seed=seed, device=device, eval_every=eval_every, eval_episodes=eval_episodes,
+                             stop_at_return=stop_at_return, overrides=overrides, torch_threads=torch_threads,
+                             env_backend=env_backend, tensorboard=tensorboard, preset=preset)  # fmt: skip
+        spec = make_spec(self.algo_name, choice.env_id, None, seed, device, eval_every, eval_episodes, stop_at_return,
+                         overrides, None, torch_threads, env_backend, tensorboard, preset)  # fmt: skip
+        self.spec = dataclasses.replace(spec, env_spec=choice.spec_json)
+        self.runs_root, self.save_run, self.verbose = Path(runs_root), save_run, verbose
+        self.requested_run_dir = Path(run_dir) if run_dir is not None else None
+        self.run_dir: Path | None = None  #: the run folder of the last `learn` (None with save_run=False)
+        self.summary: dict[str, Any] | None = None  #: how the last `learn` ended (the run's summary.json)
+        self.state: dict[str, Any] | None = None  #: the latest checkpoint, in memory (None before any learning)
+        self.trainer: Trainer | None = None  #: the live training loop, while `learn` runs
+        self._algo = build_algorithm(self.algo_name, self.spec.env, self.spec.config, torch.device("cpu"), seed)
+
+    # -- what the model is now ------------------------------------------------------------------------
+    @property
+    def algo(self) -> Algorithm:
+        """The algorithm (nets, optimizers, buffers): the training loop's while `learn` runs."""
+        return self.trainer.algo if self.trainer is not None else self._algo
+
+    @property
+    def num_timesteps(self) -> int:
+        return self.algo.num_timesteps
+
+    @property
+    def env_id(self) -> str:
+        return self.spec.env
+
+    @property
+    def policy(self) -> torch.nn.Module:
+        """The deterministic policy on raw observations (`policy.act(obs)`), normalisation folded in front."""
+        if self.trainer is not None:
+            return evaluated_policy(self.trainer.algo, self.trainer.env)
+        env_state = self.state["env_state"] if self.state is not None else None
+        if self.algo.config.normalize and env_state is None:
+            return self.algo.policy  # not trained yet: no statistics to normalise with
+        return on_raw_observations(self.algo.policy, self.algo.config, env_state)
+
+    @property
+    def last_evaluation(self) -> tuple[int, EvalResult] | None:
+        """(step, result) of the latest evaluation of the run, None before the first."""
+        if self.trainer is not None:
+            logger = self.trainer.logger
+            return None if logger.last_eval is None else (logger.last_eval_step, logger.last_eval)
+        if self.state is None or not self.state.get("last_eval"):
+            return None
+        return self.state.get("last_eval_step"), EvalResult(**self.state["last_eval"])
+
+    # -- training -------------------------------------------------------------------------------------
+    def learn(self, total_timesteps: int | None = None, callback: Callback | Callable | Sequence | None = None,
+              progress_bar: bool | None = None) -> Model:  # fmt: skip
+        """Train `total_timesteps` more env steps (the first time, None: the preset's budget); returns the model
+        (SB3's chaining). Callbacks: api/callbacks.py."""
+        if total_timesteps is None and self.state is not None:
+            raise ValueError("the model has learned before: say how many more steps, learn(total_timesteps)")
+        callbacks = as_callbacks(callback)
+        progress = self.verbose > 0 if progress_bar is None else progress_bar
+        for one in callbacks:
+            one.on_training_start(self)
+        with training_folder(self) as (run_dir, fresh):
+            hooks = dict(
+                progress=progress, on_iteration=iteration_hook(self, callbacks), log=print if self.verbose > 0 else _quiet
+            )
+            try:
+                if fresh:
+                    self.summary = train(self.algo_name, self.spec.env, timesteps=total_timesteps, run_dir=run_dir,
+                                         runs_root=self.runs_root, env_spec=self.spec.env_spec, **self.settings,
+                                         **hooks)  # fmt: skip
+                else:
+                    self.summary = resume(run_dir, timesteps=self.num_timesteps + total_timesteps, **hooks)
+            finally:
+                self.trainer = None
+            self._take_state(run_dir)
+            for one in callbacks:
+                one.on_training_end(self)
+        return self
+
+    def _take_state(self, run_dir: Path) -> None:
+        """The run's config and last checkpoint, read back as the model's own after training (a run that diverged
+        before its first checkpoint leaves none: the model stays as it was)."""
+        if not (run_dir / LAST_CHECKPOINT).exists():
+            return
+        self.spec = load_spec(run_dir)
+        self.state = load_checkpoint(run_dir / LAST_CHECKPOINT)
+        self._algo = trained_algorithm(self.spec, self.state, "cpu")
+
+    @classmethod
+    def resume_run(cls, run_dir: str | Path, timesteps: int | None = None, device: str | None = None, verbose: int = 1,
+                   progress_bar: bool = True) -> Model:  # fmt: skip
+        """Continue the run in `run_dir` in its own folder from its last checkpoint, to its own budget or to
+        `timesteps` in all (`thrust train --resume`); the model as it ends, `summary` saying how."""
+        log = print if verbose > 0 else _quiet
+        summary = resume(run_dir, device=device, timesteps=timesteps, progress=progress_bar, log=log)
+        model = load_into(cls, run_dir, None, None, "cpu", Path(run_dir).parent, verbose)
+        model.run_dir, model.summary = Path(run_dir), summary
+        return model
+
     @classmethod
     def load(cls, path: str | Path, env: Any = None, *, checkpoint: str | Path | None = None, device: str = "cpu",
              runs_root: str | Path = "runs", verbose: int = 1) -> Model:  # fmt: skip
@@ -218,6 +253,7 @@ def load_into(
                           stop_at_return=spec.stop_at_return, overrides=spec.overrides, torch_threads=spec.torch_threads,
                           env_backend=spec.env_backend, tensorboard=spec.tensorboard, preset=spec.preset)  # fmt: skip
     model.runs_root, model.save_run, model.verbose = Path(runs_root), True, verbose
+    model.requested_run_dir, model.summary = None, None
     model._algo = trained_algorithm(spec, state, device)
     return model
 
@@ -264,7 +300,8 @@ def training_folder(model: Model) -> Iterator[tuple[Path, bool]]:
         yield model.run_dir, False
         return
     temporary = None if model.save_run else tempfile.mkdtemp(prefix="thrust-model-")
-    run_dir = claim_run_dir(model.spec, None, temporary or model.runs_root)
+    requested, model.requested_run_dir = model.requested_run_dir, None  # the first run only
+    run_dir = claim_run_dir(model.spec, None if temporary else requested, temporary or model.runs_root)
     if model.state is not None:
         seed_run_folder(run_dir, model.spec, model.state)
     model.run_dir = run_dir

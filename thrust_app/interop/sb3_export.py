@@ -63,6 +63,7 @@ def check_exportable(spec: RunSpec) -> None:
     reasons = [
         (spec.algo not in SB3_CLASSES, f"{spec.algo} has no SB3 class here (sb3-contrib's are not written)"),
         (config.get("normalize", False), "the run normalises observations (SB3 keeps those statistics in VecNormalize)"),
+        (bool(config.get("features_extractor")), "the run's feature extractor is a module of your own"),
         (Pipeline.of(config) != Pipeline(), "the run's observations pass a pipeline (frame stacks, Atari wrappers)"),
     ]
     for refused, why in reasons:

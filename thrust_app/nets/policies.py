@@ -19,6 +19,7 @@ from torch import nn
 from torch.distributions import Categorical, Normal
 
 from ..envs.core import Box, Discrete, MultiDiscrete
+from .extractor import FeatureExtractor
 from .flat_params import FlatParameters
 
 ACTIVATIONS = {"tanh": nn.Tanh, "relu": nn.ReLU}
@@ -168,12 +169,21 @@ class MLPEncoder(nn.Module):
         return self.net(obs)
 
 
-class MultiInputEncoder(nn.Module):
-    """A Dict observation with images: the CombinedEncoder, then an MLP of `hidden` (SB3's MultiInputPolicy)."""
+def front_encoder(parts: Sequence | FeatureExtractor, obs_shape: Sequence[int]) -> nn.Module:
+    """What reads the observation before the MLPs: a feature extractor of the user's own, or for a Dict observation
+    with images its CombinedEncoder (`parts`)."""
+    return parts.build(obs_shape) if isinstance(parts, FeatureExtractor) else CombinedEncoder(parts)
 
-    def __init__(self, parts: Sequence, hidden: Sequence[int], activation: str) -> None:
+
+class MultiInputEncoder(nn.Module):
+    """A front encoder (a Dict observation's CNNs per image, or the user's feature extractor), then an MLP of
+    `hidden` (SB3's MultiInputPolicy, or its features_extractor_class)."""
+
+    def __init__(
+        self, parts: Sequence | FeatureExtractor, hidden: Sequence[int], activation: str, obs_shape: Sequence[int]
+    ) -> None:
         super().__init__()
-        self.combined = CombinedEncoder(parts)
+        self.combined = front_encoder(parts, obs_shape)
         self.mlp = mlp([self.combined.out_dim, *hidden], activation)
         self.out_dim = hidden[-1] if hidden else self.combined.out_dim
 
@@ -185,7 +195,7 @@ def make_encoder(obs_shape: Sequence[int], hidden: Sequence[int], activation: st
     """A CNN for an image, an MLP for a vector; for a Dict observation with images (`parts`), CNNs per image and
     the MLP after them."""
     if parts:
-        return MultiInputEncoder(parts, hidden, activation)
+        return MultiInputEncoder(parts, hidden, activation, obs_shape)
     return image_encoder(obs_shape) if is_image(obs_shape) else MLPEncoder(obs_shape, hidden, activation)
 
 
@@ -432,10 +442,10 @@ class ActorCritic(ActionHead, FlatParameters):
     ) -> None:
         super().__init__()
         n_out = self.init_action_space(action_space)
-        self.uses_cnn = is_image(obs_shape)
+        self.uses_cnn = is_image(obs_shape) and not isinstance(parts, FeatureExtractor)
         self.activation = activation
         #: a Dict observation with images: CNNs per image before the towers (SB3's MultiInputPolicy)
-        self.combined = CombinedEncoder(parts) if parts else None
+        self.combined = front_encoder(parts, obs_shape) if parts else None
         if self.uses_cnn:
             self.encoder = image_encoder(obs_shape)
         else:

@@ -23,7 +23,7 @@ from torch import nn
 
 from ..envs.core import Box, Discrete, MultiDiscrete
 from .flat_params import FlatParameters
-from .policies import ActionHead, CombinedEncoder, image_encoder, is_image, masked, mlp, orthogonal_init
+from .policies import ActionHead, front_encoder, image_encoder, is_image, masked, mlp, orthogonal_init
 
 RNN_TYPES = {"lstm": nn.LSTM, "gru": nn.GRU}
 CRITIC_RNN = ("separate", "shared", "none")
@@ -86,7 +86,7 @@ class RecurrentActorCritic(ActionHead, FlatParameters):
         # sb3-contrib's features extractor: NatureCNN (or the small CNN) for images, a flatten for vectors, CNNs per
         # image for a Dict observation with images (`parts`)
         if parts:
-            self.encoder = CombinedEncoder(parts)
+            self.encoder = front_encoder(parts, obs_shape)
         else:
             self.encoder = image_encoder(obs_shape) if is_image(obs_shape) else nn.Flatten()
         features = self.encoder.out_dim if is_image(obs_shape) or parts else math.prod(obs_shape)

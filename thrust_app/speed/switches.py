@@ -36,6 +36,7 @@ from ..algos.ppo import PPO
 from ..algos.recurrent_ppo import RecurrentPPO
 from ..algos.sac import SAC
 from ..envs.vec import VecEnv
+from ..nets.extractor import FeatureExtractor
 from . import actor_critic_backward, dqn_backward, numba_nets, numpy_acting, sac_backward
 from .cuda_graphs import GraphedCollection, GraphedStep, collection_unavailable_reason, unavailable_reason
 from .mlp_backward import adam_step
@@ -58,6 +59,8 @@ def apply_speed(algo: Algorithm, env: VecEnv) -> SpeedChoice:
     each chosen form in place; returns (and keeps as `algo.speed`) what was chosen."""
     if isinstance(algo, RecurrentPPO):
         return reference_throughout(algo, "a recurrent policy has only its reference form")
+    if isinstance(algo.obs_parts, FeatureExtractor):
+        return reference_throughout(algo, "a feature extractor of your own runs as torch runs it: reference only")
     if algo.obs_parts:
         return reference_throughout(algo, "a Dict observation with images goes through a CNN per image: reference only")
     if env.action_masks() is not None:

@@ -11,12 +11,14 @@ written as comments on export; zoo keys Thrust does not have are named on import
 from __future__ import annotations
 
 import ast
+import json
 from typing import Any
 
 import yaml
 
 from ..config import ConfigError
 from ..envs import GYMNASIUM_TWINS as ENV_TWINS
+from ..nets.extractor import class_path
 
 #: Thrust config fields the zoo spells differently or not at all.
 SCHEDULED = {"learning_rate": "lr_schedule", "clip_range": "clip_schedule"}
@@ -26,7 +28,10 @@ ZOO_ONLY_IGNORED = ("policy", "n_timesteps", "optimize_memory_usage")
 #: The zoo's `env_wrapper` class for Thrust's `atari` pipeline (envs/pipeline.py).
 ZOO_ATARI_WRAPPER = "stable_baselines3.common.atari_wrappers.AtariWrapper"
 #: Thrust settings about how a run computes or steps its envs, not what it learns: comments on export.
-THRUST_ONLY = ("update", "acting", "cuda_graphs", "loss", "double_dqn", "vec_env", "share_frames", "rnn_type")
+THRUST_ONLY = (
+    "update", "acting", "cuda_graphs", "loss", "double_dqn", "vec_env", "share_frames", "rnn_type",
+    "features_extractor", "features_extractor_kwargs",
+)  # fmt: skip
 #: VecNormalize's keyword arguments that the zoo's `normalize` may hold as a dict, and Thrust's fields for them.
 NORMALIZE_KEYS = {"norm_obs": "norm_obs", "norm_reward": "norm_reward", "clip_obs": "clip_obs", "clip_reward": "clip_reward"}
 #: Thrust's envs whose dynamics are gymnasium's (tests step both side by side): the zoo knows the gymnasium id.
@@ -177,6 +182,10 @@ def network_fields(policy_kwargs: dict[str, Any], described: str, fields: set[st
         activation = f"nn.{activation.__name__}"
     if activation is not None:
         network["activation"] = {"nn.ReLU": "relu", "nn.Tanh": "tanh"}.get(activation, activation)
+    extractor = kwargs.pop("features_extractor_class", None)
+    if extractor is not None:  # the class itself (Python callers) or its 'package.module:Class'
+        network["features_extractor"] = extractor if isinstance(extractor, str) else class_path(extractor)
+        network["features_extractor_kwargs"] = json.dumps(kwargs.pop("features_extractor_kwargs", None) or {})
     enable, shared = kwargs.pop("enable_critic_lstm", None), kwargs.pop("shared_lstm", None)
     if enable is not None or shared is not None:  # sb3-contrib's two flags as recurrent PPO's critic_rnn
         network["critic_rnn"] = "shared" if shared else "none" if enable is False else "separate"
