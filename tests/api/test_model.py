@@ -128,6 +128,16 @@ def test_sb3_call_shapes_and_policy_kwargs(tmp_path):
     model = PPO("MlpPolicy", "CartPole-v1", policy_kwargs={"net_arch": [32], "activation_fn": torch.nn.ReLU}, verbose=0)
     assert model.spec.config["hidden"] == (32,) and model.spec.config["activation"] == "relu"
     assert PPO("MlpPolicy", "CartPole-v1", policy_kwargs={"net_arch": {"pi": [8], "vf": [8]}}).spec.config["hidden"] == (8,)
+    tanh = DQN(
+        "CartPole-v1", policy_kwargs={"activation_fn": torch.nn.Tanh}, learning_starts=64, runs_root=tmp_path, verbose=0
+    )
+    assert tanh.spec.config["activation"] == "tanh" and any(isinstance(m, torch.nn.Tanh) for m in tanh.algo.q_net.modules())
+    notes: list[str] = []
+    tanh.learn(128, callback=lambda live: notes.extend(live.algo.notes))
+    assert (
+        "update=handwritten falls back to reference: activation=tanh: the off-policy nets' fast forms are written for ReLU"
+        in notes
+    )
     split = PPO("CartPole-v1", policy_kwargs={"net_arch": {"pi": [8], "vf": [16, 16]}}).spec.config
     assert (split["hidden"], split["vf_hidden"]) == ((8,), (16, 16))
     with pytest.raises(TypeError, match=r"PPO takes the env .*PPO\(env\) or PPO\('MlpPolicy', env\)"):

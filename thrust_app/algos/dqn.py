@@ -81,7 +81,7 @@ class DQN(OffPolicyAlgorithm):
 
     def __init__(self, obs_shape, action_space, config: DQNConfig, device, seed, obs_dtype="float32", obs_parts=None):
         super().__init__(obs_shape, action_space, config, device, seed, obs_dtype, obs_parts)
-        self.q_net = QNetwork(obs_shape, action_space.n, config.hidden, obs_parts).to(device)
+        self.q_net = QNetwork(obs_shape, action_space.n, config.hidden, obs_parts, config.activation).to(device)
         self.target_net = copy.deepcopy(self.q_net).requires_grad_(False)
         self.optimizer = torch.optim.Adam([self.q_net.flat], lr=config.learning_rate, fused=True)
         self.exploration_rate = config.exploration_initial_eps

@@ -28,6 +28,7 @@ class OffPolicyConfig(AlgoConfig):
     train_freq: int = param(1, "env steps (per env) between learning phases", ge=1)
     gradient_steps: int = param(1, "gradient steps per learning phase", ge=1)
     tau: float = param(0.005, "target network update weight (1.0 = hard copy)", gt=0, le=1)
+    activation: Literal["relu", "tanh"] = param("relu", "MLP activation of every net (SB3's activation_fn)")
     share_frames: bool = param(
         True,
         "with frame_stack > 1: the replay buffer stores each frame once and rebuilds the stacks when sampling "

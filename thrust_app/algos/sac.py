@@ -35,8 +35,8 @@ class SAC(OffPolicyAlgorithm):
 
     def __init__(self, obs_shape, action_space: Box, config: SACConfig, device, seed, obs_dtype="float32", obs_parts=None):
         super().__init__(obs_shape, action_space, config, device, seed, obs_dtype, obs_parts)
-        self.actor = SquashedGaussianActor(obs_shape, action_space, config.hidden, obs_parts).to(device)
-        self.critic = TwinQ(obs_shape, action_space, config.hidden, obs_parts).to(device)
+        self.actor = SquashedGaussianActor(obs_shape, action_space, config.hidden, obs_parts, config.activation).to(device)
+        self.critic = TwinQ(obs_shape, action_space, config.hidden, obs_parts, config.activation).to(device)
         self.critic_target = copy.deepcopy(self.critic).requires_grad_(False)
         self.log_alpha = torch.tensor([math.log(config.init_alpha)], device=device, requires_grad=True)
         self.target_entropy = config.target_entropy or -float(math.prod(action_space.shape))

@@ -83,9 +83,10 @@ class TD3(OffPolicyAlgorithm):
 
     def __init__(self, obs_shape, action_space: Box, config: TD3Config, device, seed, obs_dtype="float32", obs_parts=None):
         super().__init__(obs_shape, action_space, config, device, seed, obs_dtype, obs_parts)
-        self.actor = DeterministicActor(obs_shape, action_space, config.hidden, obs_parts).to(device)
+        self.actor = DeterministicActor(obs_shape, action_space, config.hidden, obs_parts, config.activation).to(device)
         self.actor_target = copy.deepcopy(self.actor).requires_grad_(False)
-        self.critic = QCritics(obs_shape, action_space, config.hidden, config.n_critics, obs_parts).to(device)
+        critics = QCritics(obs_shape, action_space, config.hidden, config.n_critics, obs_parts, config.activation)
+        self.critic = critics.to(device)
         self.critic_target = copy.deepcopy(self.critic).requires_grad_(False)
         self.actor_opt = torch.optim.Adam([self.actor.flat], lr=config.learning_rate, fused=True)
         self.critic_opt = torch.optim.Adam([self.critic.flat], lr=config.learning_rate, fused=True)

@@ -93,12 +93,13 @@ def raw_env(env_id: str) -> gym.Env:
 def policy_kwargs(spec: RunSpec) -> dict[str, Any]:
     """SB3's network arguments for the run's network: the same layer sizes and activation."""
     hidden = list(spec.config["hidden"])
+    activation = {"tanh": torch.nn.Tanh, "relu": torch.nn.ReLU}[spec.config.get("activation", "relu")]
     if spec.algo in ("ppo", "a2c"):
-        activation = {"tanh": torch.nn.Tanh, "relu": torch.nn.ReLU}[spec.config["activation"]]
         return {"net_arch": {"pi": hidden, "vf": list(spec.config.get("vf_hidden") or hidden)}, "activation_fn": activation}
     if spec.algo in ("td3", "ddpg"):
-        return {"net_arch": hidden, "n_critics": spec.config.get("n_critics", 1 if spec.algo == "ddpg" else 2)}
-    return {"net_arch": hidden}
+        n_critics = spec.config.get("n_critics", 1 if spec.algo == "ddpg" else 2)
+        return {"net_arch": hidden, "n_critics": n_critics, "activation_fn": activation}
+    return {"net_arch": hidden, "activation_fn": activation}
 
 
 def sb3_weights(algo_name: str, algo: Algorithm) -> Iterator[tuple[str, torch.Tensor]]:

@@ -529,10 +529,15 @@ class QNetwork(FlatParameters):
     """Q-values of every discrete action (DQN)."""
 
     def __init__(
-        self, obs_shape: Sequence[int], n_actions: int, hidden: Sequence[int] = (64, 64), parts: Sequence | None = None
+        self,
+        obs_shape: Sequence[int],
+        n_actions: int,
+        hidden: Sequence[int] = (64, 64),
+        parts: Sequence | None = None,
+        activation: str = "relu",
     ) -> None:
         super().__init__()
-        self.encoder = make_encoder(obs_shape, hidden, "relu", parts)
+        self.encoder = make_encoder(obs_shape, hidden, activation, parts)
         self.head = nn.Linear(self.encoder.out_dim, n_actions)
         self.flatten_parameters()
 
@@ -551,12 +556,17 @@ class SquashedGaussianActor(BoundsMixin, FlatParameters):
     """SAC's policy: a Gaussian squashed by tanh, then rescaled from [-1, 1] to the env's bounds."""
 
     def __init__(
-        self, obs_shape: Sequence[int], action_space: Box, hidden: Sequence[int] = (256, 256), parts: Sequence | None = None
+        self,
+        obs_shape: Sequence[int],
+        action_space: Box,
+        hidden: Sequence[int] = (256, 256),
+        parts: Sequence | None = None,
+        activation: str = "relu",
     ) -> None:
         super().__init__()
         self._set_bounds(action_space)
         n_out = math.prod(action_space.shape)
-        self.encoder = make_encoder(obs_shape, hidden, "relu", parts)
+        self.encoder = make_encoder(obs_shape, hidden, activation, parts)
         self.mu = nn.Linear(self.encoder.out_dim, n_out)
         self.log_std = nn.Linear(self.encoder.out_dim, n_out)
         self.flatten_parameters()
@@ -587,6 +597,7 @@ class QCritics(FlatParameters):
         hidden: Sequence[int] = (256, 256),
         n_critics: int = 2,
         parts: Sequence | None = None,
+        activation: str = "relu",
     ) -> None:
         super().__init__()
         n_act = math.prod(action_space.shape)
@@ -595,7 +606,7 @@ class QCritics(FlatParameters):
             make_encoder(obs_shape, (), "relu", parts) if encoded else nn.Flatten() for _ in range(n_critics)
         )
         in_dim = (self.encoders[0].out_dim if encoded else math.prod(obs_shape)) + n_act
-        self.qs = nn.ModuleList(mlp([in_dim, *hidden, 1], "relu", last_activation=False) for _ in range(n_critics))
+        self.qs = nn.ModuleList(mlp([in_dim, *hidden, 1], activation, last_activation=False) for _ in range(n_critics))
         self.flatten_parameters()
 
     def forward(self, obs: torch.Tensor, action: torch.Tensor) -> tuple[torch.Tensor, ...]:
@@ -609,20 +620,30 @@ class TwinQ(QCritics):
     """SAC's two critics (the written-out and compiled SAC updates know this layout)."""
 
     def __init__(
-        self, obs_shape: Sequence[int], action_space: Box, hidden: Sequence[int] = (256, 256), parts: Sequence | None = None
+        self,
+        obs_shape: Sequence[int],
+        action_space: Box,
+        hidden: Sequence[int] = (256, 256),
+        parts: Sequence | None = None,
+        activation: str = "relu",
     ) -> None:
-        super().__init__(obs_shape, action_space, hidden, n_critics=2, parts=parts)
+        super().__init__(obs_shape, action_space, hidden, n_critics=2, parts=parts, activation=activation)
 
 
 class DeterministicActor(BoundsMixin, FlatParameters):
     """TD3's and DDPG's policy: mu(s) = tanh(MLP(s)) in [-1, 1], rescaled to the env's bounds."""
 
     def __init__(
-        self, obs_shape: Sequence[int], action_space: Box, hidden: Sequence[int] = (400, 300), parts: Sequence | None = None
+        self,
+        obs_shape: Sequence[int],
+        action_space: Box,
+        hidden: Sequence[int] = (400, 300),
+        parts: Sequence | None = None,
+        activation: str = "relu",
     ) -> None:
         super().__init__()
         self._set_bounds(action_space)
-        self.encoder = make_encoder(obs_shape, hidden, "relu", parts)
+        self.encoder = make_encoder(obs_shape, hidden, activation, parts)
         self.mu = nn.Linear(self.encoder.out_dim, math.prod(action_space.shape))
         self.flatten_parameters()
 

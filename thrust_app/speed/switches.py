@@ -97,6 +97,8 @@ def choose_acting(algo: Algorithm, env: VecEnv) -> str:
     reason = numpy_acting.unsupported_reason(algo.obs_shape, env, algo.device)
     if not reason and isinstance(algo, OnPolicyAlgorithm) and not algo.net.uses_cnn:
         reason = actor_critic_backward.towers_reason(algo.net)
+    if not reason and not isinstance(algo, OnPolicyAlgorithm) and algo.config.activation != "relu":
+        reason = relu_only(algo)
     if reason:
         fall_back(algo, "acting", "numpy", "torch", reason)
         return "torch"
@@ -108,11 +110,17 @@ def choose_acting(algo: Algorithm, env: VecEnv) -> str:
     return "numpy"
 
 
+def relu_only(algo: Algorithm) -> str:
+    return f"activation={algo.config.activation}: the off-policy nets' fast forms are written for ReLU"
+
+
 # -- update -----------------------------------------------------------------------------------------
 def written_out_unsupported(algo: Algorithm) -> str | None:
     """Why the written-out gradients cannot serve this algorithm's nets, or None when they can."""
     if isinstance(algo, OnPolicyAlgorithm):
         return actor_critic_backward.unsupported_reason(algo.net)
+    if algo.config.activation != "relu":
+        return relu_only(algo)
     if isinstance(algo, DQN):
         return dqn_backward.unsupported_reason(algo.q_net)
     return sac_backward.unsupported_reason(algo.obs_shape)
