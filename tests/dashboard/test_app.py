@@ -223,6 +223,7 @@ def test_compare_shows_groups_of_seeds_with_intervals(dirs):
     at.multiselect(key="compare-group-by").set_value(["seed"]).run()
     groups = next(frame.value for frame in at.dataframe if "IQM [95% CI]" in frame.value.columns)
     assert sorted(groups["group"]) == ["seed=0", "seed=1"]
+    assert any(button.label == "Download the figure" for button in at.get("download_button"))  # rliable's figure
     runs = next(frame.value for frame in at.dataframe if "tags" in frame.value.columns)  # the Runs tab tells them apart
     assert sorted(runs["learning_rate"]) == ["0.003", "0.003", "1e-05", "1e-05"]
 

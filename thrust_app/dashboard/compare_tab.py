@@ -43,7 +43,24 @@ def compare_tab() -> None:
         return
     table, pairs, _ = compare(paths, group_by, reps=2000, score=score)
     group_tables(table, pairs, SCORES[score].higher_is_better)
-    st.altair_chart(group_curves(load_groups(paths, group_by)[0], x_axis), width="stretch")
+    groups = load_groups(paths, group_by)[0]
+    st.altair_chart(group_curves(groups, x_axis), width="stretch")
+    rliable_figure(groups, table, score, x_axis)
+
+
+def rliable_figure(groups: dict, table: list, score: str, x_axis: str) -> None:
+    """rliable's three views in one figure (the curves, the interval estimates, the performance profile), as
+    `thrust compare --plot` writes it, to look at and to download."""
+    import tempfile
+    from pathlib import Path
+
+    from thrust_app.runs.compare_plot import plot_comparison
+
+    with st.expander("Interval estimates and performance profile (rliable's figure)"):
+        with tempfile.TemporaryDirectory() as folder:
+            png = plot_comparison(groups, table, score, Path(folder) / "compare.png", x_axis).read_bytes()
+        st.image(png)
+        st.download_button("Download the figure", png, "compare.png", "image/png", key="compare-figure")
 
 
 def group_tables(table, pairs, higher_is_better: bool) -> None:
