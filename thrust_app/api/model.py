@@ -138,7 +138,7 @@ class Model(ModelUse):
                              stop_at_return=stop_at_return, overrides=overrides, torch_threads=torch_threads,
                              env_backend=env_backend, tensorboard=tensorboard, preset=preset)  # fmt: skip
         spec = make_spec(self.algo_name, choice.env_id, None, seed, device, eval_every, eval_episodes, stop_at_return,
-                         overrides, None, torch_threads, env_backend, tensorboard, preset)  # fmt: skip
+                         overrides, None, torch_threads, env_backend, tensorboard, preset, budget_known=False)  # fmt: skip
         self.spec = dataclasses.replace(spec, env_spec=choice.spec_json)
         self.runs_root, self.save_run, self.verbose = Path(runs_root), save_run, verbose
         self.requested_run_dir = Path(run_dir) if run_dir is not None else None
@@ -146,13 +146,18 @@ class Model(ModelUse):
         self.summary: dict[str, Any] | None = None  #: how the last `learn` ended (the run's summary.json)
         self.state: dict[str, Any] | None = None  #: the latest checkpoint, in memory (None before any learning)
         self.trainer: Trainer | None = None  #: the live training loop, while `learn` runs
-        self._algo = build_algorithm(self.algo_name, self.spec.env, self.spec.config, torch.device("cpu"), seed)
+        self._algo: Algorithm | None = None  # built on first use: training builds its own (with its buffers)
 
     # -- what the model is now ------------------------------------------------------------------------
     @property
     def algo(self) -> Algorithm:
-        """The algorithm (nets, optimizers, buffers): the training loop's while `learn` runs."""
-        return self.trainer.algo if self.trainer is not None else self._algo
+        """The algorithm (nets, optimizers, buffers): the training loop's while `learn` runs; before any learning,
+        one with fresh weights (built when first asked for)."""
+        if self.trainer is not None:
+            return self.trainer.algo
+        if self._algo is None:
+            self._algo = build_algorithm(self.algo_name, self.spec.env, self.spec.config, torch.device("cpu"), self.spec.seed)
+        return self._algo
 
     @property
     def num_timesteps(self) -> int:

@@ -16,6 +16,7 @@ from ..envs.batched import BATCHED_ENVS
 from ..envs.core import UnknownEnvError, resolve_env_id
 from ..envs.instances import register_spec_json
 from ..envs.pipeline import Pipeline
+from ..nets.extractor import FeatureExtractor
 from ..runs.files import CONFIG_FILE, RunDirError, read_json
 from .presets import Preset, get_preset
 
@@ -107,12 +108,19 @@ def solve_threshold(env_id: str) -> float | None:
     return spec.reward_threshold if spec is not None else None
 
 
-def check_env_fits(algo_cls: type[Algorithm], env_id: str, env_backend: str, config: AlgoConfig) -> None:
-    """The algorithm can act in the env's spaces (inside the config's observation pipeline), and the env
-    backend and the vec env choice can step it."""
+def check_env_fits(
+    algo_cls: type[Algorithm], env_id: str, env_backend: str, config: AlgoConfig, timesteps: int | None = None
+) -> None:
+    """The algorithm can act in the env's spaces (inside the config's observation pipeline), a feature extractor of
+    the user's builds on its observations, the env backend and the vec env choice can step it, and (given the
+    budget) one rollout and the buffers fit the budget and this machine's memory."""
     pipeline = Pipeline.of(config)
-    _, action_space = env_spaces(env_id, pipeline)  # a non-Box observation space raises here, naming it
+    obs_space, action_space = env_spaces(env_id, pipeline)  # a non-Box observation space raises here, naming it
     algo_cls.check_fits(action_space, env_id)
+    if config.features_extractor:
+        FeatureExtractor(config.features_extractor, config.features_extractor_kwargs).build(obs_space.shape)
+    if timesteps is not None:
+        config.check_fits(timesteps, math.prod(obs_space.shape) * (1 if obs_space.dtype == "uint8" else 4))
     if env_backend not in ("numpy", "torch"):
         raise ConfigError(f"env_backend must be 'numpy' or 'torch', got {env_backend!r}")
     if env_backend == "torch" and (env_id not in BATCHED_ENVS or pipeline != Pipeline()):
@@ -149,23 +157,24 @@ def make_spec(
     env_backend: str | None = None,
     tensorboard: bool = False,
     preset: str = "default",
+    *,
+    budget_known: bool = True,
 ) -> RunSpec:
-    """Check every choice and fill in presets; any bad value raises a clear error before work starts."""
+    """Check every choice and fill in presets; any bad value raises a clear error before work starts (without
+    `budget_known`, a model before its `learn`, the checks that need the budget wait for training)."""
     algo_cls = get_algo(algo)
     env_id = resolve_env_name(env)
     chosen = get_preset(algo_cls.name, env_id, preset)
     env_backend = chosen.env_backend if env_backend is None else env_backend
     start = dataclasses.asdict(apply_overrides(algo_cls.Config(), chosen.config, algo_cls.name))
     checked = apply_overrides(algo_cls.Config(**start), overrides, algo_cls.name)
-    check_env_fits(algo_cls, env_id, env_backend, checked)
+    timesteps = chosen.timesteps if timesteps is None else int(timesteps)
+    check_counts(timesteps=timesteps, eval_episodes=eval_episodes, eval_every=eval_every, checkpoint_every=checkpoint_every)
+    check_env_fits(algo_cls, env_id, env_backend, checked, timesteps if budget_known else None)
     config = dataclasses.asdict(checked)
     user = {key: value for key, value in config.items() if value != start[key]}
-    timesteps = chosen.timesteps if timesteps is None else int(timesteps)
     eval_every = chosen.eval_every if eval_every is None else eval_every
     stop_at_return = chosen.stop_at_return if stop_at_return is None else stop_at_return
-    check_counts(timesteps=timesteps, eval_episodes=eval_episodes, eval_every=eval_every, checkpoint_every=checkpoint_every)
-    obs_space = env_spaces(env_id, Pipeline.of(checked))[0]
-    checked.check_fits(timesteps, math.prod(obs_space.shape) * (1 if obs_space.dtype == "uint8" else 4))
     return RunSpec(
         algo=algo_cls.name,
         env=env_id,
