@@ -11,7 +11,14 @@ from gymnasium.utils.env_checker import check_env
 import thrust_app  # noqa: F401  (registers the envs)
 from thrust_app.envs import UnknownEnvError, make_env
 
-THRUST_IDS = ["thrust/Bandit-v0", "thrust/CartPole-v0", "thrust/Pendulum-v0", "thrust/Snake-v0", "thrust/MountainCar-v0"]
+THRUST_IDS = [
+    "thrust/Bandit-v0",
+    "thrust/CartPole-v0",
+    "thrust/Pendulum-v0",
+    "thrust/Snake-v0",
+    "thrust/MountainCar-v0",
+    "thrust/Acrobot-v0",
+]
 
 
 @pytest.mark.parametrize("env_id", THRUST_IDS)
@@ -121,3 +128,28 @@ def test_mountain_car_cores_equal_gymnasium_step_for_step(ours_id, theirs_id):
                 ends.add("flag" if term1 else "limit")
                 break
     assert ends == {"flag", "limit"}
+
+
+def test_acrobot_core_equals_gymnasium_step_for_step():
+    """core/acrobot.py: gymnasium's Acrobot-v1 (book equations, RK4 over dt = 0.2) to the bit: the same observations,
+    rewards and ends over episodes that swing up (a policy pushing with the second link's velocity) and ones
+    cut at 500 steps (random torques)."""
+    ends = set()
+    for seed in range(4):
+        ours, theirs = gym.make("thrust/Acrobot-v0"), gym.make("Acrobot-v1")
+        obs, _ = ours.reset(seed=seed)
+        theirs.reset(seed=seed)
+        theirs.unwrapped.state = np.array(ours.unwrapped.core.state, dtype=np.float32)  # the float32 start, as its own
+        rng = np.random.default_rng(seed)
+        steps = 0
+        while True:
+            action = int(rng.integers(3)) if seed % 2 else (2 if obs[5] >= 0 else 0)
+            o1, r1, term1, trunc1, _ = ours.step(action)
+            o2, r2, term2, trunc2, _ = theirs.step(action)
+            assert np.array_equal(o1, o2) and r1 == r2 and (term1, trunc1) == (term2, trunc2), (seed, steps)
+            assert ours.unwrapped.core.state == theirs.unwrapped.state.tolist()  # the float64 state itself
+            obs, steps = o1, steps + 1
+            if term1 or trunc1:
+                ends.add("swung up" if term1 else "limit")
+                break
+    assert ends == {"swung up", "limit"}

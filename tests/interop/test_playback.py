@@ -37,12 +37,16 @@ def test_a_dict_observation_with_action_masks_plays_in_the_player(tmp_path):
     assert unmasked_forbidden > 0  # the mask decided some of these moves
 
 
-@pytest.mark.parametrize("env", ["mountaincar", "mountaincar-continuous"])
-def test_a_mountain_car_bundle_plays_in_the_player_as_in_python(env, tmp_path):
-    """The MountainCar cores run in the tab (gymnasium's dynamics, tested equal step for step in
+@pytest.mark.parametrize("env", ["mountaincar", "mountaincar-continuous", "acrobot"])
+def test_a_classic_control_bundle_plays_in_the_player_as_in_python(env, tmp_path):
+    """The MountainCar and Acrobot cores run in the tab (gymnasium's dynamics, tested equal step for step in
     tests/envs/test_gym_adapter.py): a bundle's whole episode there equals Python's onnxruntime one."""
-    algo = "ppo" if env == "mountaincar" else "td3"
-    overrides = {} if algo == "ppo" else {"learning_starts": 100, "hidden": (32, 32)}
+    algo = "td3" if env == "mountaincar-continuous" else "ppo"
+    overrides = {
+        "mountaincar": {},
+        "mountaincar-continuous": {"learning_starts": 100, "hidden": (32, 32)},
+        "acrobot": {"n_envs": 2, "n_steps": 128},  # the zoo's 16 x 256 would not fit this budget
+    }[env]
     train(algo, env, timesteps=512, seed=1, run_dir=tmp_path / "run", overrides=overrides, progress=False, log=lambda _: None)
     bundle = export_run(tmp_path / "run", tmp_path / "export" / "early")
     with PlayerServer(port=0, export_dir=tmp_path / "export") as server, player_page(server.url) as page:

@@ -19,6 +19,7 @@ GYMNASIUM_TWINS = {
     "PendulumNoVel-v1": "thrust/PendulumNoVel-v0",
     "MountainCar-v0": "thrust/MountainCar-v0",
     "MountainCarContinuous-v0": "thrust/MountainCarContinuous-v0",
+    "Acrobot-v1": "thrust/Acrobot-v0",
 }
 
 if TYPE_CHECKING:

@@ -103,6 +103,11 @@ class MountainCarContinuousEnv(ThrustEnv):
     core_cls = cores.MountainCarContinuous
 
 
+class AcrobotEnv(ThrustEnv):
+    core_cls = cores.Acrobot
+    metadata: ClassVar[dict[str, Any]] = {"render_modes": ["rgb_array"], "render_fps": 15}
+
+
 class CardsEnv(MaskedThrustEnv):
     core_cls = cores.Cards
 
@@ -116,7 +121,9 @@ class PendulumNoVelEnv(PendulumEnv):
 
 
 _ADAPTERS = (BanditEnv, CartPoleEnv, PendulumEnv, SnakeEnv, CartPoleNoVelEnv, PendulumNoVelEnv, CardsEnv)
-GYM_ENVS: dict[str, type[ThrustEnv]] = {cls.core_cls.id: cls for cls in (*_ADAPTERS, MountainCarEnv, MountainCarContinuousEnv)}
+GYM_ENVS: dict[str, type[ThrustEnv]] = {
+    cls.core_cls.id: cls for cls in (*_ADAPTERS, MountainCarEnv, MountainCarContinuousEnv, AcrobotEnv)
+}
 
 
 def make_no_velocity(base_id: str, **kwargs: Any) -> gym.Env:

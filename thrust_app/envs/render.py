@@ -134,6 +134,22 @@ def render_mountain_car(state: dict[str, Any], width: int = 400, height: int = 3
     return frame
 
 
+def render_acrobot(state: dict[str, Any], width: int = 400, height: int = 300) -> np.ndarray:
+    """The two links from the pivot (angles from straight down; the second relative to the first), the target
+    height one link above the pivot, and the torque at the joint: green one way, red the other."""
+    frame = _canvas(width, height)
+    scale, pivot_x, pivot_y = height / 5.0, width / 2, height / 2
+    joint = (pivot_x + scale * math.sin(state["theta1"]), pivot_y + scale * math.cos(state["theta1"]))
+    angle = state["theta1"] + state["theta2"]
+    tip = (joint[0] + scale * math.sin(angle), joint[1] + scale * math.cos(angle))
+    _segment(frame, 20, pivot_y - scale, width - 20, pivot_y - scale, 1, INK)
+    _segment(frame, pivot_x, pivot_y, joint[0], joint[1], 8, ACCENT)
+    _segment(frame, joint[0], joint[1], tip[0], tip[1], 8, ACCENT)
+    _disc(frame, pivot_x, pivot_y, 5, INK)
+    _disc(frame, joint[0], joint[1], 6, GOOD if state["torque"] > 0 else BAD if state["torque"] < 0 else INK)
+    return frame
+
+
 def render_cards(state: dict[str, Any], width: int = 400, height: int = 300) -> np.ndarray:
     """Six cards: those in hand dark, the others faded; the target's top in blue; the card just played marked
     underneath, green for the target, red for a forbidden one."""
@@ -159,6 +175,7 @@ _RENDERERS = {
     "thrust/Cards-v0": render_cards,
     "thrust/MountainCar-v0": render_mountain_car,
     "thrust/MountainCarContinuous-v0": render_mountain_car,
+    "thrust/Acrobot-v0": render_acrobot,
 }
 
 

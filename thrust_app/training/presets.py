@@ -279,6 +279,22 @@ _add(
     ),
 )
 
+# Acrobot: the zoo's entries for PPO (16 envs x 256 steps, normalised), A2C (16 envs, normalised) and DQN.
+_add(
+    "ppo",
+    ("Acrobot-v1", "thrust/Acrobot-v0"),
+    Preset(
+        1_000_000,
+        {"normalize": True, "n_envs": 16, "n_steps": 256, "gae_lambda": 0.94, "gamma": 0.99, "n_epochs": 4, "ent_coef": 0.0},
+        ZOO.format(algo="ppo", env="Acrobot-v1"),
+    ),
+)
+_add(
+    "a2c",
+    ("Acrobot-v1", "thrust/Acrobot-v0"),
+    Preset(500_000, {"normalize": True, "n_envs": 16, "ent_coef": 0.0}, ZOO.format(algo="a2c", env="Acrobot-v1")),
+)
+
 # The bandit: one-step episodes, so gamma does not matter; small budgets, frequent updates.
 _add(
     "ppo",

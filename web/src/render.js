@@ -114,6 +114,20 @@ function mountainCar(ctx, s) {
   if (s.push) line(ctx, carX, carY, carX + 30 * s.push, carY, 4, s.push > 0 ? C.good : C.bad);
 }
 
+// The same drawing as render.py's render_acrobot.
+function acrobot(ctx, s) {
+  const { width: w, height: h } = ctx.canvas;
+  const [scale, px, py] = [h / 5, w / 2, h / 2];
+  const [jx, jy] = [px + scale * Math.sin(s.theta1), py + scale * Math.cos(s.theta1)];
+  const angle = s.theta1 + s.theta2;
+  const [tx, ty] = [jx + scale * Math.sin(angle), jy + scale * Math.cos(angle)];
+  line(ctx, 20, py - scale, w - 20, py - scale, 1, C.ink);
+  line(ctx, px, py, jx, jy, 8, C.accent);
+  line(ctx, jx, jy, tx, ty, 8, C.accent);
+  disc(ctx, px, py, 5, C.ink);
+  disc(ctx, jx, jy, 6, s.torque > 0 ? C.good : s.torque < 0 ? C.bad : C.ink);
+}
+
 // The same drawing as render.py's render_cards.
 function cards(ctx, s) {
   const { width: w } = ctx.canvas;
@@ -143,6 +157,7 @@ const DRAW = {
   "thrust/Cards-v0": cards,
   "thrust/MountainCar-v0": mountainCar,
   "thrust/MountainCarContinuous-v0": mountainCar,
+  "thrust/Acrobot-v0": acrobot,
 };
 
 export function draw(canvas, envId, state) {

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from .acrobot import Acrobot
 from .bandit import SimpleBandit
 from .base import Box, CoreEnv, Discrete, EnvError, EpisodeOverError, InvalidActionError, MultiDiscrete, StepResult
 from .cards import Cards
@@ -30,6 +31,7 @@ CORE_ENVS: dict[str, type[CoreEnv]] = {
         Cards,
         MountainCar,
         MountainCarContinuous,
+        Acrobot,
     )
 }
 
@@ -44,6 +46,7 @@ ALIASES: dict[str, str] = {
     "cards": Cards.id,
     "mountaincar": MountainCar.id,
     "mountaincar-continuous": MountainCarContinuous.id,
+    "acrobot": Acrobot.id,
 }
 
 
@@ -74,6 +77,7 @@ def make_core(name: str, **kwargs: Any) -> CoreEnv:
 __all__ = [
     "ALIASES",
     "CORE_ENVS",
+    "Acrobot",
     "Box",
     "Cards",
     "CartPole",
