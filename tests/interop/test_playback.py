@@ -55,3 +55,21 @@ def test_a_classic_control_bundle_plays_in_the_player_as_in_python(env, tmp_path
     assert got["steps"] == want.steps
     np.testing.assert_allclose(np.array(got["actions"], dtype=float), np.array(want.actions, dtype=float), atol=1e-5)
     assert got["episodeReturn"] == pytest.approx(want.episode_return, rel=1e-5)
+
+
+def test_an_sb3_acrobot_model_imported_plays_in_the_player_as_in_python(tmp_path):
+    """`thrust import` of an SB3 model trained on gymnasium's Acrobot-v1 gives a bundle for Thrust's twin core, and
+    its episode in the tab equals Python's onnxruntime one."""
+    import stable_baselines3 as sb3
+
+    from thrust_app.cli import main
+
+    model = sb3.PPO("MlpPolicy", "Acrobot-v1", n_steps=128, batch_size=64, n_epochs=1, seed=0, verbose=0)
+    model.learn(256)
+    model.save(tmp_path / "acrobot")
+    out = tmp_path / "export" / "sb3-acrobot"
+    assert main(["import", str(tmp_path / "acrobot.zip"), "--env", "Acrobot-v1", "--out", str(out)]) == 0
+    with PlayerServer(port=0, export_dir=tmp_path / "export") as server, player_page(server.url) as page:
+        got = page.evaluate("(a) => window.thrustPlayer.runEpisode(a)", {"bundle": "sb3-acrobot", "seed": 3, "ep": "wasm"})
+    want = onnx_episode(out, 3)
+    assert got["steps"] == want.steps and got["actions"] == [int(a) for a in want.actions]
