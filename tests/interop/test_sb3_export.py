@@ -19,7 +19,7 @@ CASES = [
     (TD3, "Pendulum-v1", 400, {"learning_starts": 200}),
     (DDPG, "Pendulum-v1", 400, {"learning_starts": 200}),
     (PPO, "FrozenLake-v1", 512, {"n_envs": 4, "n_steps": 64}),  # a Discrete observation: SB3 one-hots it too
-    (A2C, "Acrobot-v1", 500, {"hidden": (32,), "vf_hidden": (16, 16)}),  # net_arch=dict(pi=[32], vf=[16, 16])
+    (A2C, "Acrobot-v1", 500, {"normalize": False, "hidden": (32,), "vf_hidden": (16, 16)}),  # dict(pi=[32], vf=[16, 16])
     (SAC, "Pendulum-v1", 300, {"learning_starts": 100, "activation": "tanh", "hidden": (32, 32)}),  # activation_fn=Tanh
     (DQN, "Acrobot-v1", 600, {"learning_starts": 200, "activation": "tanh"}),
 ]
