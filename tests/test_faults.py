@@ -125,12 +125,15 @@ def test_a_killed_runs_summary_agrees_with_its_last_checkpoint(tmp_path):
     "incomplete", the checkpoint's step), not what an earlier process left there."""
     run = tmp_path / "run"
     child = start_training(run, timesteps=200_000)
-    wait_for(lambda: any(r["step"] >= 4096 for r in read_jsonl(run / "metrics.jsonl")), 120)
+    # killed once a checkpoint and its summary are both written: a kill between the two writes (a window of
+    # milliseconds at each checkpoint) would leave the summary one checkpoint behind
+    summary = run / "summary.json"
+    wait_for(lambda: summary.exists() and json.loads(summary.read_text())["timesteps"] >= 4096, 120)
     child.kill()
     child.wait(30)
-    summary = json.loads((run / "summary.json").read_text())
+    written = json.loads(summary.read_text())
     at_checkpoint = load_checkpoint(run / LAST_CHECKPOINT)["algo"]["num_timesteps"]
-    assert summary["status"] == "incomplete" and summary["timesteps"] == at_checkpoint >= 3072, summary
+    assert written["status"] == "incomplete" and written["timesteps"] == at_checkpoint >= 4096, written
 
 
 def test_resume_removes_the_temporary_file_a_kill_mid_write_left(tmp_path):
