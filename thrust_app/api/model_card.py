@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..interop.sb3_export import SB3_CLASSES
 from ..training.run_spec import RunSpec
 
 
@@ -42,7 +43,7 @@ def usage_section(spec: RunSpec, pieces: dict[str, Any], notes: dict[str, str | 
     bundle = pieces["bundle"]
     lines.append(f"| `{bundle}/` | the ONNX bundle: `thrust eval {bundle}/`, onnxruntime, the browser player |")
     if pieces.get("sb3_zip"):
-        sb3_class = {"ppo": "PPO", "a2c": "A2C", "dqn": "DQN", "sac": "SAC", "td3": "TD3", "ddpg": "DDPG"}[spec.algo]
+        sb3_class = SB3_CLASSES[spec.algo]
         lines.append(f'| `{pieces["sb3_zip"]}` | `stable_baselines3.{sb3_class}.load("{pieces["sb3_zip"]}").predict(obs)` |')
     if pieces.get("replay"):
         lines.append(f"| `{pieces['replay']}` | one deterministic episode |")
