@@ -103,6 +103,8 @@ def _print_summary(summary: dict) -> None:
         solved += ")"
     ev = summary.get("eval_mean")
     ev_text = f"eval {ev:.3f} +- {summary['eval_std']:.3f}" if ev is not None else "no eval"
+    if summary.get("eval_success_rate") is not None:  # a goal env's share of episodes reaching the goal
+        ev_text += f", success rate {summary['eval_success_rate']:.2f}"
     print(
         f"{summary['algo']} {summary['env']}: {summary['status']} after {summary['timesteps']:,} steps in "
         f"{summary['wall_s']:.1f} s ({summary['sps']:,.0f} steps/s on {summary['device']}); {ev_text}; {solved}"
@@ -148,6 +150,8 @@ def _cmd_eval(args: argparse.Namespace) -> int:
         f"{args.episodes} episodes (seeds {args.seed}..{args.seed + args.episodes - 1})"
     )
     print("returns:", " ".join(f"{r:.6g}" for r in result.returns))
+    if result.success_rate is not None:
+        print(f"success rate: {result.success_rate:.2f} (the env's is_success at each episode's end)")
     return 0
 
 

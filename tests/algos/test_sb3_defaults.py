@@ -41,6 +41,8 @@ def test_defaults_are_sb3s_but_for_the_named_choices(algo):
             ours = ours or None
         if field.name == "target_entropy":  # 0 means SB3's "auto": -(action dimensions)
             ours = ours or "auto"
+        if field.name == "replay_buffer_class":  # SB3's None is its ReplayBuffer (DictReplayBuffer for a Dict)
+            ours = None if ours == "ReplayBuffer" else ours
         if ours != theirs:
             differ[field.name] = (ours, theirs)
     assert not differ, f"{algo}: Thrust's default differs from SB3's (Thrust, SB3): {differ}"

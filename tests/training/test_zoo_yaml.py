@@ -8,7 +8,7 @@ import dataclasses
 import pytest
 import yaml
 
-from thrust_app.algos import DQNConfig, PPOConfig
+from thrust_app.algos import DQNConfig, PPOConfig, SACConfig
 from thrust_app.config import ConfigError
 from thrust_app.training.presets import get_preset
 from thrust_app.training.run_spec import make_spec
@@ -188,3 +188,41 @@ def test_the_zoos_atari_entry_is_the_atari_preset_and_exports_back():
     assert from_zoo_yaml(text, fields)[2]["env_wrapper"] == "atari"
     with pytest.raises(ConfigError, match=r"env_wrapper .*MyWrapper.*: Thrust has the zoo's AtariWrapper"):
         from_zoo_yaml(ZOO_DQN_ATARI.replace("stable_baselines3.common.atari_wrappers.AtariWrapper", "my.MyWrapper"), fields)
+
+
+#: rl-baselines3-zoo hyperparams/sac.yml, FetchReach-v1, as the zoo writes it, but for `normalize: True` (Thrust's
+#: off-policy algorithms do not normalise: the preset says so) and the env's version.
+ZOO_SAC_HER = """
+FetchReach-v4:
+  n_timesteps: !!float 20000
+  policy: 'MultiInputPolicy'
+  buffer_size: 1000000
+  ent_coef: 'auto'
+  batch_size: 256
+  gamma: 0.95
+  learning_rate: 0.001
+  learning_starts: 1000
+  replay_buffer_class: HerReplayBuffer
+  replay_buffer_kwargs: "dict(
+    goal_selection_strategy='future',
+    n_sampled_goal=4
+  )"
+  policy_kwargs: "dict(net_arch=[64, 64])"
+"""
+
+
+def test_the_zoos_her_entry_is_the_fetch_preset_and_exports_back():
+    env_id, timesteps, overrides = from_zoo_yaml(ZOO_SAC_HER, fields(SACConfig))
+    assert (env_id, timesteps) == ("FetchReach-v4", get_preset("sac", env_id).timesteps)
+    assert overrides["replay_buffer_class"] == "HerReplayBuffer" and overrides["n_sampled_goal"] == 4
+    spec = make_spec("sac", env_id, timesteps, overrides=overrides)
+    assert spec.config == make_spec("sac", env_id).config
+    exported = to_zoo_yaml(dataclasses.asdict(spec))
+    entry = yaml.safe_load(exported)["FetchReach-v4"]
+    assert entry["replay_buffer_kwargs"] == "dict(n_sampled_goal=4, goal_selection_strategy='future')"
+    env_id, timesteps, overrides = from_zoo_yaml(exported, fields(SACConfig))
+    assert make_spec("sac", env_id, timesteps, overrides=overrides).config == spec.config
+    with pytest.raises(ConfigError, match=r"replay_buffer_kwargs .*no setting for copy_info_dict"):
+        from_zoo_yaml(ZOO_SAC_HER.replace("n_sampled_goal=4", "copy_info_dict=True"), fields(SACConfig))
+    with pytest.raises(ConfigError, match="ent_coef 'often': expected auto"):
+        from_zoo_yaml(ZOO_SAC_HER.replace("'auto'", "'often'"), fields(SACConfig))

@@ -12,6 +12,7 @@ from ..envs import env_spaces
 from .a2c import A2C, A2CConfig
 from .base import ActionSpaceError, Algorithm
 from .dqn import DQN, DQNConfig
+from .her import goal_space
 from .ppo import PPO, PPOConfig
 from .recurrent_ppo import RecurrentPPO, RecurrentPPOConfig
 from .sac import SAC, SACConfig
@@ -32,7 +33,7 @@ def get_algo(name: str) -> type[Algorithm]:
 def build_algorithm(algo: str, env_id: str, config: dict[str, Any], device: torch.device, seed: int = 0) -> Algorithm:
     """The algorithm `algo` for `env_id`'s spaces (inside the observation pipeline `config` names) with `config`
     (a run's saved config, checked again), on `device`."""
-    from ..envs import env_observation_parts
+    from ..envs import env_observation_parts, make_env
     from ..envs.pipeline import Pipeline
     from ..nets.extractor import FeatureExtractor
 
@@ -44,7 +45,11 @@ def build_algorithm(algo: str, env_id: str, config: dict[str, Any], device: torc
     front = parts if parts and any(part.is_image for part in parts) else None  # vectors alone: one flat MLP input
     if checked.features_extractor:  # the user's own module reads the observation instead
         front = FeatureExtractor(checked.features_extractor, checked.features_extractor_kwargs)
-    return algo_cls(obs_space.shape, action_space, checked, device, seed, obs_space.dtype, front)
+    algo = algo_cls(obs_space.shape, action_space, checked, device, seed, obs_space.dtype, front)
+    if getattr(checked, "replay_buffer_class", None) == "HerReplayBuffer":
+        goals_env = make_env(env_id, pipeline)  # kept open: its compute_reward rewards relabelled goals
+        algo.use_goals(goal_space(env_id, parts, goals_env))
+    return algo
 
 
 __all__ = [

@@ -143,6 +143,7 @@ class DQN(OffPolicyAlgorithm):
     def after_env_step(self, done) -> None:
         """After every vec-env step, as SB3 does: epsilon for the next step, and the target copied once
         target_update_interval env steps have passed since the last copy."""
+        super().after_env_step(done)
         if self.total_timesteps:
             self.set_exploration_rate(max(0.0, 1.0 - self.num_timesteps / self.total_timesteps))
         if self.num_timesteps - self._last_target_update >= self.config.target_update_interval:

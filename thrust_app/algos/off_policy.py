@@ -15,6 +15,7 @@ from ..envs.vec import episode_ended
 from ..nets.flat_params import FlatParameters
 from .base import Algorithm, Iteration
 from .frame_replay import FrameSharingReplay
+from .her import GoalSpace, HerReplayBuffer
 from .replay import Batch, ReplayBuffer
 
 
@@ -34,6 +35,16 @@ class OffPolicyConfig(AlgoConfig):
         "with frame_stack > 1: the replay buffer stores each frame once and rebuilds the stacks when sampling "
         "(the same samples as storing every stack, about 1/(2 x frame_stack) of the memory; algos/frame_replay.py)",
     )
+    replay_buffer_class: Literal["ReplayBuffer", "HerReplayBuffer"] = param(
+        "ReplayBuffer",
+        "HerReplayBuffer: Hindsight Experience Replay, for goal envs (a Dict observation with achieved_goal and "
+        "desired_goal, and compute_reward, as gymnasium-robotics' Fetch envs): minibatches relabelled with goals "
+        "the episode achieved (algos/her.py)",
+    )
+    n_sampled_goal: int = param(4, "HER: relabelled transitions per real one (a share k / (k + 1) of each minibatch)", ge=1)
+    goal_selection_strategy: Literal["future", "final", "episode"] = param(
+        "future", "HER: a relabelled goal is achieved at a later step of the episode (future), its last, or any step"
+    )
     cuda_graphs: bool = param(False, CUDA_GRAPHS_HELP)
     update: Literal["handwritten", "numba", "reference"] = param("handwritten", OFF_POLICY_UPDATE_HELP)
 
@@ -45,6 +56,11 @@ class OffPolicyConfig(AlgoConfig):
                 "algorithms keep raw ones in their replay buffer (SB3 normalises them when sampling, which Thrust "
                 "does not yet): drop normalize"
             )
+        if self.uses_her() and self.shares_frames():
+            raise ConfigError("replay_buffer_class=HerReplayBuffer keeps whole observations: set share_frames=False")
+
+    def uses_her(self) -> bool:
+        return self.replay_buffer_class == "HerReplayBuffer"
 
     def shares_frames(self) -> bool:
         return self.share_frames and self.frame_stack > 1
@@ -71,12 +87,25 @@ class OffPolicyAlgorithm(Algorithm):
         continuous = isinstance(action_space, Box)
         action_shape, action_dtype = (action_space.shape, torch.float32) if continuous else ((), torch.int64)
         obs_torch_dtype = getattr(torch, obs_dtype)
-        if config.shares_frames():
+        #: HER's buffer needs the env's goals: `use_goals` makes it (build_algorithm calls it)
+        self.buffer: ReplayBuffer | FrameSharingReplay | HerReplayBuffer | None = None
+        if config.uses_her():
+            self._buffer_shape = (action_shape, action_dtype)
+        elif config.shares_frames():
             self.buffer = FrameSharingReplay(
                 config.buffer_size, obs_shape, action_shape, action_dtype, device, obs_torch_dtype, config.n_envs
             )
         else:
             self.buffer = ReplayBuffer(config.buffer_size, obs_shape, action_shape, action_dtype, device, obs_torch_dtype)
+
+    def use_goals(self, goals: GoalSpace) -> None:
+        """Make the HER buffer (replay_buffer_class=HerReplayBuffer) for the env whose goals `goals` describes."""
+        config = self.config
+        action_shape, action_dtype = self._buffer_shape
+        self.buffer = HerReplayBuffer(
+            config.buffer_size, self.obs_shape, action_shape, action_dtype, self.device, config.n_envs, goals,
+            config.n_sampled_goal, config.goal_selection_strategy,
+        )  # fmt: skip
 
     @abstractmethod
     def explore(self, obs: torch.Tensor) -> torch.Tensor:
@@ -150,8 +179,15 @@ class OffPolicyAlgorithm(Algorithm):
 
     def after_env_step(self, done) -> None:
         """Hook run after every vec-env step, with which envs finished an episode (a bool tensor or array):
-        DQN moves epsilon and copies its target net here, TD3 restarts a finished env's noise process."""
-        return None
+        HER's buffer closes their episodes; DQN also moves epsilon and copies its target net here, TD3 restarts a
+        finished env's noise process."""
+        if isinstance(self.buffer, HerReplayBuffer):
+            self.buffer.close_episodes(done)
+
+    def episodes_restarted(self) -> None:
+        """HER's buffer leaves the interrupted episodes unsampled and starts new ones."""
+        if isinstance(self.buffer, HerReplayBuffer):
+            self.buffer.restart_episodes()
 
     def extra_stats(self) -> dict[str, float]:
         """Values to log once per iteration besides the losses (DQN's epsilon)."""

@@ -93,7 +93,10 @@ class ReplayBuffer:
         self.size = min(self.size + n, self.capacity)
 
     def sample(self, batch_size: int, generator: torch.Generator | None = None) -> Batch:
-        rows = torch.randint(0, self.size, (batch_size,), device=self.obs.device, generator=generator)
+        return self.sample_rows(torch.randint(0, self.size, (batch_size,), device=self.obs.device, generator=generator))
+
+    def sample_rows(self, rows: torch.Tensor) -> Batch:
+        """The transitions at `rows`, each array a new tensor."""
         # index_select: one call per array, half the cost of advanced indexing's generic path on small batches
         arrays = (self.obs, self.actions, self.rewards, self.next_obs, self.terminated)
         if self.next_masks is not None:

@@ -123,6 +123,7 @@ class TD3(OffPolicyAlgorithm):
         return self.actor.scale((self.actor.unit_action(obs) + self.noise.sample()).clamp(-1.0, 1.0))
 
     def after_env_step(self, done) -> None:
+        super().after_env_step(done)
         self.noise.reset(done)
 
     def update(self, batch: Batch) -> dict[str, torch.Tensor]:

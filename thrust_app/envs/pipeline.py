@@ -18,6 +18,7 @@ import gymnasium as gym
 import numpy as np
 
 from ..config import AlgoConfig
+from .robotics import is_robotics, register_robotics
 
 #: The `env_wrapper` choices: "atari" (gymnasium's AtariPreprocessing as the zoo's AtariWrapper sets it
 #: up) and "minatar" (MinAtar's boolean H x W x C grid as float32 C x H x W, what a CNN reads).
@@ -186,9 +187,12 @@ def _sign(reward: float) -> float:
 
 
 def register_on_demand(env_id: str) -> None:
-    """Register Atari's ids (ale-py) or MinAtar's (minatar) the first time one is asked for: gymnasium
-    1.x knows them only after their package is imported. A missing package is one line naming it."""
+    """Register Atari's ids (ale-py), MinAtar's (minatar) or gymnasium-robotics' (robotics.py) the first time one
+    is asked for: gymnasium 1.x knows them only after their package is imported. A missing package is one line naming it."""
     if env_id in gym.registry:
+        return
+    if is_robotics(env_id):
+        register_robotics(env_id)
         return
     if env_id.startswith("MinAtar/"):
         try:

@@ -2,8 +2,9 @@
 sb3-contrib's InvalidActionEnv): action masks (`ThrustTest/MaskedChoice-v0` offers them by method,
 `ThrustTest/InfoMaskedChoice-v0` in info), masks and memory together (`ThrustTest/MaskedRecall-v0`), MultiDiscrete
 and MultiBinary actions (`ThrustTest/Dials-v0`, `ThrustTest/BinaryDials-v0`), a Dict observation with an image
-(`ThrustTest/Camera-v0`, channels last: `ThrustTest/CameraLast-v0`). Registered with gymnasium on
-import (Thrust's `make_env` imports this module).
+(`ThrustTest/Camera-v0`, channels last: `ThrustTest/CameraLast-v0`), a goal env for HER (`ThrustTest/PointGoal-v0`,
+discrete moves: `ThrustTest/PointGoalDiscrete-v0`). Registered with gymnasium on import (Thrust's `make_env` imports
+this module).
 """
 
 from __future__ import annotations
@@ -153,3 +154,45 @@ gym.register("ThrustTest/CameraLast-v0", entry_point=Camera, kwargs={"channels_l
 # frames of 36 x 36 and more get SB3's NatureCNN (what an SB3 MultiInputPolicy has per image key)
 gym.register("ThrustTest/Camera36-v0", entry_point=Camera, kwargs={"size": 36})
 gym.register("ThrustTest/Camera36Last-v0", entry_point=Camera, kwargs={"size": 36, "channels_last": True})
+
+
+class PointGoal(gym.Env):
+    """A goal env (gymnasium-robotics' GoalEnv API) small enough for the test suite: a point in the square
+    [-1, 1]^2 moves by 0.2 x its action towards a goal drawn in the square; the reward is
+    `compute_reward(achieved, desired) = -(distance > 0.15)`, 0 within reach; episodes are cut at 15 steps and
+    report `is_success`. A policy that heads straight for the goal reaches it in at most 10 steps (success 1.0);
+    random steps reach it in about 3% of episodes, so without hindsight the reward is nearly always -1. With
+    `discrete`, the actions are the four unit moves (right, up, left, down), for DQN."""
+
+    DISTANCE = 0.15
+    MOVES = np.array([[1, 0], [0, 1], [-1, 0], [0, -1]], dtype=np.float32)
+
+    def __init__(self, discrete: bool = False) -> None:
+        point = gym.spaces.Box(-1.0, 1.0, (2,), np.float32)
+        self.observation_space = gym.spaces.Dict({"observation": point, "achieved_goal": point, "desired_goal": point})
+        self.discrete = discrete
+        self.action_space = gym.spaces.Discrete(4) if discrete else gym.spaces.Box(-1.0, 1.0, (2,), np.float32)
+
+    def _obs(self) -> dict[str, np.ndarray]:
+        return {"observation": self.point.copy(), "achieved_goal": self.point.copy(), "desired_goal": self.goal.copy()}
+
+    def reset(self, *, seed=None, options=None):
+        super().reset(seed=seed)
+        self.point = np.zeros(2, dtype=np.float32)
+        self.goal = self.np_random.uniform(-1.0, 1.0, 2).astype(np.float32)
+        return self._obs(), {}
+
+    def compute_reward(self, achieved_goal, desired_goal, info) -> np.ndarray:
+        """Over a batch too (HER calls it with (n, 2) arrays): 0 where the goal is within reach, else -1."""
+        distance = np.linalg.norm(np.asarray(achieved_goal) - np.asarray(desired_goal), axis=-1)
+        return -(distance > self.DISTANCE).astype(np.float32)
+
+    def step(self, action):
+        move = self.MOVES[int(action)] if self.discrete else np.clip(action, -1.0, 1.0)
+        self.point = np.clip(self.point + 0.2 * move, -1.0, 1.0).astype(np.float32)
+        reward = float(self.compute_reward(self.point, self.goal, {}))
+        return self._obs(), reward, False, False, {"is_success": reward == 0.0}
+
+
+gym.register("ThrustTest/PointGoal-v0", entry_point=PointGoal, max_episode_steps=15)
+gym.register("ThrustTest/PointGoalDiscrete-v0", entry_point=PointGoal, max_episode_steps=15, kwargs={"discrete": True})

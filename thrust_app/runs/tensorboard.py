@@ -58,6 +58,7 @@ class TensorBoardSink:
                 "eval/mean_reward": record.get("eval_mean"),
                 "eval/std_reward": record.get("eval_std"),
                 "eval/mean_ep_length": statistics.fmean(record["eval_lengths"]) if record.get("eval_lengths") else None,
+                "eval/success_rate": record.get("eval_success_rate"),
             }
         else:
             self.writer.flush()

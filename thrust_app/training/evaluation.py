@@ -28,6 +28,13 @@ UNLIMITED_EPISODE_CAP = 100_000
 class EvalResult:
     returns: list[float]
     lengths: list[int]
+    #: per episode, the env's `info["is_success"]` at its last step (goal envs report it); None if it reports none
+    successes: list[bool] | None = None
+
+    @property
+    def success_rate(self) -> float | None:
+        """The share of episodes ending in success (SB3's eval/success_rate), for an env that reports it."""
+        return None if self.successes is None else statistics.fmean(self.successes)
 
     @property
     def mean(self) -> float:
@@ -38,7 +45,8 @@ class EvalResult:
         return statistics.pstdev(self.returns)
 
     def as_dict(self) -> dict:
-        return {"eval_mean": self.mean, "eval_std": self.std, "eval_returns": self.returns, "eval_lengths": self.lengths}
+        figures = {"eval_mean": self.mean, "eval_std": self.std, "eval_returns": self.returns, "eval_lengths": self.lengths}
+        return figures | ({} if self.successes is None else {"eval_success_rate": self.success_rate})
 
 
 def evaluate(
@@ -62,6 +70,7 @@ def evaluate(
     method = has_mask_method(envs[0])  # asked once: the lookup walks the wrappers
     masks = [env_action_mask(env, info, method) for env, (_, info) in zip(envs, resets, strict=True)]
     returns, lengths = [0.0] * episodes, [0] * episodes
+    successes: list[bool | None] = [None] * episodes
     state_size = getattr(act, "state_size", 0)
     memory = np.zeros((episodes, state_size), np.float32)  # each episode's, for a policy with memory
     live = list(range(episodes))
@@ -83,7 +92,10 @@ def evaluate(
             lengths[i] += 1
             if not (terminated or truncated or (cap is not None and lengths[i] >= cap)):
                 still.append(i)
+            elif "is_success" in info:
+                successes[i] = bool(info["is_success"])
         live = still
     for env in envs:
         env.close()
-    return EvalResult(returns, lengths)
+    reported = None if any(success is None for success in successes) else successes
+    return EvalResult(returns, lengths, reported)

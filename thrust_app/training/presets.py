@@ -242,6 +242,21 @@ for _env in _MUJOCO:
     _td3 = {"learning_starts": 10_000, "noise_type": "normal", "noise_std": 0.1, "learning_rate": 1e-3}
     _add("td3", (_env,), Preset(_long, _td3 | {"batch_size": 256, "hidden": (400, 300)}, _source("td3")))
 
+# Goal envs (gymnasium-robotics' Fetch tasks; the zoo's entry is for FetchReach-v1, v4 the same task): the zoo's SAC
+# with HER, all but its `normalize: true` (Thrust's off-policy algorithms keep raw observations); benches/her.py
+# measures it (success rate 1.0 at 20k steps) and SB3 on the same settings.
+_add(
+    "sac",
+    ("FetchReach-v4",),
+    Preset(
+        20_000,
+        {"buffer_size": 1_000_000, "batch_size": 256, "gamma": 0.95, "learning_rate": 1e-3, "learning_starts": 1000}
+        | {"replay_buffer_class": "HerReplayBuffer", "goal_selection_strategy": "future", "n_sampled_goal": 4}
+        | {"hidden": (64, 64)},
+        ZOO.format(algo="sac", env="FetchReach-v1") + " without normalize (Thrust's off-policy algorithms do not normalise)",
+    ),
+)
+
 # Memory tests (the zoo's velocity-free envs, hyperparams/ppo_lstm.yml, sb3-contrib's RecurrentPPO benchmark): the
 # zoo's values; its policy_kwargs as fields (ortho_init=False, ReLU, lstm_hidden_size 64, a critic LSTM of its own,
 # net_arch pi=[64], vf=[64] as hidden (64,)).

@@ -227,6 +227,7 @@ class RunLogger:
             "eval_mean": last_eval.mean if last_eval else None,
             "eval_std": last_eval.std if last_eval else None,
             "eval_episodes": len(last_eval.returns) if last_eval else 0,
+            "eval_success_rate": last_eval.success_rate if last_eval else None,
             "solve_threshold": self.threshold,
             "solved_at_step": self.solved_at_step,
             "solved_at_s": self.solved_at_s,

@@ -70,6 +70,7 @@ def to_zoo_yaml(run_config: dict[str, Any]) -> str:
         entry["policy"] = "CnnLstmPolicy" if images else "MlpLstmPolicy"
     if kwargs:
         entry["policy_kwargs"] = f"dict({', '.join(kwargs)})"
+    entry.update(_replay_buffer_entry(config))
     thrust_only = {key: config.pop(key) for key in THRUST_ONLY if key in config}
     if wrapper == "minatar":  # the zoo has no MinAtar wrapper
         thrust_only["env_wrapper"] = wrapper
@@ -108,6 +109,10 @@ def from_zoo_yaml(text: str, fields: set[str]) -> tuple[str, int | None, dict[st
             overrides.update(_network(str(value), fields))
         elif key == "normalize":
             overrides.update(_normalize(value))
+        elif key == "replay_buffer_kwargs":
+            overrides.update(_replay_buffer(str(value)))
+        elif key == "ent_coef" and "auto_alpha" in fields:  # SAC's temperature, SB3's way of writing it
+            overrides.update(_temperature(value))
         elif key == "env_wrapper":
             overrides["env_wrapper"] = _wrapper(value)
         elif key in fields:
@@ -149,16 +154,57 @@ POLICY_KWARGS_FIELDS = ("log_std_init", "ortho_init", "lstm_hidden_size", "n_lst
 
 def _network(policy_kwargs: str, fields: set[str]) -> dict[str, Any]:
     """Thrust's fields from a zoo policy_kwargs string such as `dict(net_arch=dict(pi=[64], vf=[64]),
-    activation_fn=nn.ReLU, lstm_hidden_size=64)`, read as an expression tree (never run). Keys Thrust has no
-    field for, for this algorithm, are refused in one line."""
+    activation_fn=nn.ReLU, lstm_hidden_size=64)`. Keys Thrust has no field for, for this algorithm, are refused
+    in one line."""
+    kwargs = _dict_call(policy_kwargs, "policy_kwargs")
+    return network_fields(kwargs, f"policy_kwargs {policy_kwargs!r}", fields)
+
+
+#: replay_buffer_kwargs keys of SB3's HerReplayBuffer that are Thrust fields of the same name.
+HER_FIELDS = ("n_sampled_goal", "goal_selection_strategy")
+
+
+def _replay_buffer_entry(config: dict[str, Any]) -> dict[str, Any]:
+    """The zoo's replay_buffer_kwargs of a HER run (its fields taken out of `config`); nothing for a plain
+    replay buffer (SB3's default, which the zoo does not write)."""
+    her = {key: config.pop(key) for key in HER_FIELDS if key in config}
+    if config.get("replay_buffer_class", "ReplayBuffer") == "ReplayBuffer":
+        config.pop("replay_buffer_class", None)
+        return {}
+    return {"replay_buffer_kwargs": f"dict({', '.join(f'{key}={value!r}' for key, value in her.items())})"}
+
+
+def _replay_buffer(replay_buffer_kwargs: str) -> dict[str, Any]:
+    """Thrust's HER fields from a zoo replay_buffer_kwargs string such as `dict(goal_selection_strategy='future',
+    n_sampled_goal=4)`; other keys are refused in one line."""
+    kwargs = _dict_call(replay_buffer_kwargs, "replay_buffer_kwargs")
+    unknown = [key for key in kwargs if key not in HER_FIELDS]
+    if unknown:
+        raise ConfigError(f"replay_buffer_kwargs {replay_buffer_kwargs!r}: Thrust has no setting for {', '.join(unknown)}")
+    return kwargs
+
+
+def _temperature(ent_coef: Any) -> dict[str, Any]:
+    """SAC's temperature fields from SB3's `ent_coef`: "auto" (tuned from 1.0), "auto_<x>" (tuned from x), or a
+    number (fixed)."""
+    text = str(ent_coef)
+    if text == "auto" or text.startswith("auto_"):
+        return {"auto_alpha": True, "init_alpha": float(text[5:]) if text != "auto" else 1.0}
     try:
-        tree = ast.parse(policy_kwargs.strip(), mode="eval").body
+        return {"auto_alpha": False, "init_alpha": float(text)}
+    except ValueError:
+        raise ConfigError(f"ent_coef {ent_coef!r}: expected auto, auto_<number> or a number") from None
+
+
+def _dict_call(text: str, key: str) -> dict[str, Any]:
+    """The keywords of a `dict(key=value, ...)` string, read as an expression tree (never run)."""
+    try:
+        tree = ast.parse(text.strip(), mode="eval").body
     except SyntaxError:
         tree = None
     if not (isinstance(tree, ast.Call) and isinstance(tree.func, ast.Name) and tree.func.id == "dict" and not tree.args):
-        raise ConfigError(f"policy_kwargs {policy_kwargs!r}: expected dict(key=value, ...)")
-    kwargs = {keyword.arg: _kwarg_value(keyword.value, policy_kwargs) for keyword in tree.keywords}
-    return network_fields(kwargs, f"policy_kwargs {policy_kwargs!r}", fields)
+        raise ConfigError(f"{key} {text!r}: expected dict(key=value, ...)")
+    return {keyword.arg: _kwarg_value(keyword.value, text) for keyword in tree.keywords}
 
 
 def network_fields(policy_kwargs: dict[str, Any], described: str, fields: set[str]) -> dict[str, Any]:
