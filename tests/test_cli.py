@@ -76,3 +76,14 @@ def test_envs_lists_the_cores_and_the_families_with_presets(capsys, monkeypatch)
     out = capsys.readouterr().out
     assert "thrust/CartPole-v0" in out and "ALE/Breakout-v5" in out
     assert 'MinAtar/Breakout-v1    (not installed: pip install "thrust_app[minatar]")' in out
+
+
+def test_train_help_names_every_algorithm(capsys):
+    import pytest
+
+    from thrust_app.algos import ALGOS
+
+    with pytest.raises(SystemExit):
+        thrust_main(["train", "--help"])
+    help_text = " ".join(capsys.readouterr().out.split())
+    assert all(name in help_text for name in ALGOS), f"thrust train --help misses one of {list(ALGOS)}"

@@ -370,10 +370,10 @@ def add_train_command(subcommands: argparse._SubParsersAction) -> None:
     train = subcommands.add_parser(
         "train",
         help="train an algorithm on an environment (or --resume a run)",
-        description="Train ALGO (a2c, ppo, dqn, sac) on ENV (a Thrust alias such as cartpole, or any "
-        "gymnasium id such as CartPole-v1), starting from the tuned preset.",
+        description="Train ALGO (a2c, ppo, recurrent_ppo, dqn, sac, td3, ddpg) on ENV (a Thrust alias such as cartpole, "
+        "or any gymnasium id such as CartPole-v1), starting from the tuned preset.",
     )
-    train.add_argument("algo", nargs="?", help="a2c, ppo, dqn or sac")
+    train.add_argument("algo", nargs="?", help="a2c, ppo, recurrent_ppo, dqn, sac, td3 or ddpg")
     train.add_argument("env", nargs="?", help="bandit, cartpole, pendulum, snake, a thrust/... id, or a gymnasium id")
     train.add_argument("--timesteps", type=_whole_number, help="env steps to train (default: the preset's)")
     train.add_argument("--seed", type=int, default=0)

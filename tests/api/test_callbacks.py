@@ -81,3 +81,14 @@ def test_every_callback_hook_fires_in_order(tmp_path):
     assert calls == ["start 0", "iteration", "iteration", "end 512"]
     with pytest.raises(TypeError, match="callback must be a Callback, a function of the model or a list of them, got int"):
         as_callbacks(3)
+
+
+def test_callbacks_that_would_write_into_a_removed_folder_are_refused_before_training(tmp_path):
+    model = PPO("CartPole-v1", verbose=0, save_run=False, n_envs=1, n_steps=64)
+    for callback, example in ((KeepBest(), r"KeepBest\('best.pt'\)"), (CheckpointEvery(100), r"CheckpointEvery\(100, ")):
+        with pytest.raises(ValueError, match=rf"without a path would write into the temporary run folder.*{example}"):
+            model.learn(128, callback=callback)
+    assert model.num_timesteps == 0  # nothing trained
+    keep = KeepBest(tmp_path / "best.pt")  # with a path of its own it serves
+    model.learn(256, callback=[keep, CheckpointEvery(128, tmp_path / "every")])
+    assert (tmp_path / "best.pt").is_file() and len(list((tmp_path / "every").iterdir())) == 2

@@ -22,6 +22,7 @@ class Model(Protocol):
     """What a callback reads and asks of the model (api/model.py's Model) while it learns."""
 
     run_dir: Path | None
+    save_run: bool  #: False: the run folder is temporary, removed when `learn` returns
 
     @property
     def num_timesteps(self) -> int: ...
@@ -69,6 +70,9 @@ class KeepBest(Callback):
     def target(self, model: Model) -> Path:
         return self.path if self.path is not None else Path(model.run_dir) / BEST_CHECKPOINT
 
+    def on_training_start(self, model: Model) -> None:
+        refuse_temporary_folder(model, self.path, "KeepBest", "KeepBest('best.pt')")
+
     def on_iteration(self, model: Model) -> None:
         evaluation = model.last_evaluation
         if evaluation is None or evaluation[0] == self._seen_step:
@@ -99,6 +103,7 @@ class CheckpointEvery(Callback):
         self.saved: list[Path] = []
 
     def on_training_start(self, model: Model) -> None:
+        refuse_temporary_folder(model, self.folder, "CheckpointEvery", f"CheckpointEvery({self.steps}, 'checkpoints')")
         self.next_step = (model.num_timesteps // self.steps + 1) * self.steps
 
     def on_iteration(self, model: Model) -> None:
@@ -107,6 +112,16 @@ class CheckpointEvery(Callback):
         self.next_step = (model.num_timesteps // self.steps + 1) * self.steps
         folder = self.folder if self.folder is not None else Path(model.run_dir) / "checkpoints"
         self.saved.append(model.checkpoint(folder / f"{self.prefix}_{model.num_timesteps}_steps.pt"))
+
+
+def refuse_temporary_folder(model: Model, where: Path | None, name: str, example: str) -> None:
+    """A callback that would write into the run folder of a model learning with save_run=False (a temporary
+    folder, removed when `learn` returns) is refused before training starts, in one line."""
+    if where is None and not model.save_run:
+        raise ValueError(
+            f"{name} without a path would write into the temporary run folder that learn() removes with "
+            f"save_run=False: give it one ({example}), or keep the run folder"
+        )
 
 
 class StopAtReturn(Callback):
