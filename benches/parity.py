@@ -51,14 +51,17 @@ NAMED_ONLY = [(algo, env, None, "reported") for env in MUJOCO for algo in ("ppo"
 PAIRED = [pair for pair in PAIRS if not pair[1].startswith("MinAtar/")]
 #: sb3-contrib's RecurrentPPO against Thrust's recurrent PPO on the zoo's memory test (Thrust on its batched twin).
 RECURRENT = [("recurrent_ppo", "cartpole-novel", 450.0, "eval >= 450 within 100k steps")]
-ROWS = PAIRED + RECURRENT + NAMED_ONLY
+#: Goal envs with HER (gymnasium-robotics' FetchReach; SB3's HerReplayBuffer on the SB3 side). Return = -(steps away
+#: from the goal): a solved episode scores about -2, a random one about -49.
+GOAL_ROWS = [("sac", "FetchReach-v4", -5.0, "HER: final eval >= -5 of 50 steps (random: about -49)")]
+ROWS = PAIRED + RECURRENT + GOAL_ROWS + NAMED_ONLY
 #: Named presets with settings of their own (not only another evaluation interval), run with the rows above.
 PRESET_ROWS = [("dqn", "cartpole", 475.0, "annealed")]
 
 #: Final-evaluation episodes (the bandit's episodes are one step long, so many more of them).
 FINAL_EPISODES = {"bandit": 1000} | dict.fromkeys(MUJOCO, 10)
 FINAL_SEED = 2_000_000
-EVAL_EVERY = {"bandit": 500} | dict.fromkeys(MUJOCO, 50_000)
+EVAL_EVERY = {"bandit": 500, "FetchReach-v4": 2000} | dict.fromkeys(MUJOCO, 50_000)
 #: Thrust settings that change how fast it computes, not what it learns: no SB3 counterpart needed.
 SPEED_FIELDS = ("acting", "update", "cuda_graphs")
 
@@ -134,6 +137,11 @@ def sb3_settings(algo: str, config: dict, image: bool, action_dim: int = 1) -> t
         kwargs["target_entropy"] = c["target_entropy"] or "auto"
     if algo in ("td3", "ddpg"):
         kwargs["action_noise"] = sb3_action_noise(c["noise_type"], c["noise_std"], action_dim)
+    if c.get("replay_buffer_class") == "HerReplayBuffer":
+        from stable_baselines3 import HerReplayBuffer
+
+        her = {"n_sampled_goal": c["n_sampled_goal"], "goal_selection_strategy": c["goal_selection_strategy"]}
+        kwargs |= {"replay_buffer_class": HerReplayBuffer, "replay_buffer_kwargs": her}
     return kwargs, c["n_envs"], sb3_gaps(algo, c)
 
 
@@ -231,6 +239,7 @@ def run_job(job: Job) -> dict:
         "wall_s": time.monotonic() - start,
         "evals": evals,
         "final_mean": final.mean,
+        "final_success": final.success_rate,
         "gaps": gaps,
     }
 
@@ -270,13 +279,16 @@ def run_sb3(job: Job, thrust_env, config, budget, eval_every, evals, offset):
     from stable_baselines3.common.logger import Logger
     from stable_baselines3.common.vec_env import VecNormalize
 
-    from thrust_app.envs import env_spaces
+    from thrust_app.envs import env_observation_parts, env_spaces
     from thrust_app.envs.gym_adapter import register_envs
+    from thrust_app.envs.pipeline import register_on_demand
     from thrust_app.training.evaluation import evaluate
 
     register_envs()
     env_id = sb3_env_id(thrust_env)
+    register_on_demand(env_id)
     obs_space, action_space = env_spaces(thrust_env)
+    parts = env_observation_parts(thrust_env) if len(obs_space.shape) == 1 else None  # a Dict: SB3 reads it whole
     action_dim = math.prod(getattr(action_space, "shape", ()) or (1,))
     kwargs, n_envs, gaps = sb3_settings(job.algo, config, len(obs_space.shape) == 3, action_dim)
 
@@ -292,7 +304,13 @@ def run_sb3(job: Job, thrust_env, config, budget, eval_every, evals, offset):
             return True
 
     def normalize(obs):  # raw observations as the model sees them (VecNormalize's statistics as they are)
-        return env.normalize_obs(obs) if config["normalize"] else obs
+        return env.normalize_obs(obs) if config["normalize"] else as_dict(obs)
+
+    def as_dict(obs):  # Thrust's flat observations (a batch) as the env's Dict, for SB3's MultiInputPolicy
+        if not parts:
+            return obs
+        ends = [sum(part.size for part in parts[: i + 1]) for i in range(len(parts))]
+        return {part.name.removeprefix("obs."): obs[:, end - part.size : end] for part, end in zip(parts, ends, strict=True)}
 
     def act(obs):  # the deterministic policy; a recurrent one's carries its memory (RecurrentPredict, below)
         return model.predict(normalize(obs), deterministic=True)[0]
@@ -314,7 +332,8 @@ def run_sb3(job: Job, thrust_env, config, budget, eval_every, evals, offset):
         model = sb3_contrib.RecurrentPPO("MlpLstmPolicy", env, seed=job.seed, device="cpu", verbose=0, **kwargs)
         act = RecurrentPredict(model, normalize)
     else:
-        model = getattr(sb3, job.algo.upper())("MlpPolicy", env, seed=job.seed, device="cpu", verbose=0, **kwargs)
+        policy = "MultiInputPolicy" if parts else "MlpPolicy"
+        model = getattr(sb3, job.algo.upper())(policy, env, seed=job.seed, device="cpu", verbose=0, **kwargs)
     model.set_logger(Logger(None, []))  # SB3's default logger makes a /tmp/SB3-<time> folder on every learn()
     model.learn(total_timesteps=budget, callback=Evaluations())
     return act, model.num_timesteps, gaps, env_id
@@ -350,6 +369,8 @@ def summarize(
             "reached": len(reached),
             "median_steps_to_target": statistics.median(reached) if reached else None,
             "wall_s": statistics.median(r["wall_s"] for r in runs),
+            # a goal env's share of final episodes ending in success, over the seeds (None where the env reports none)
+            "success": None if any(r.get("final_success") is None for r in runs) else [r["final_success"] for r in runs],
         }
     row["p_thrust_ge_sb3"], row["p_ci"] = probability_of_improvement(row["thrust"]["finals"], row["sb3"]["finals"])
     row["at_parity"] = row["p_thrust_ge_sb3"] >= 0.5 and row["thrust"]["iqm"] >= row["sb3"]["ci"][0]
@@ -391,13 +412,19 @@ def table_row(row: dict) -> str:
 def markdown(rows: list[dict], when: str) -> list[str]:
     host = f"{platform.machine()}, {mp.cpu_count()} cores, Python {platform.python_version()}"
     gaps = [f"- {row['algo']} {row['env']}: {'; '.join(row['gaps'])}" for row in rows if row["gaps"]]
+    successes = [
+        f"- {row['algo']} {row['env']}: Thrust {success_text(row['thrust']['success'])}; SB3 {success_text(row['sb3']['success'])}"
+        for row in rows
+        if row["thrust"].get("success") and row["sb3"].get("success")
+    ]
     return [
         "## Parity with Stable-Baselines3, every preset",
         "",
         f"Produced by `python benches/parity.py` (`make validate`) on {when}; host: {host}; CPU, 1 torch thread "
         "per run, two runs in parallel, the same seeds on both sides. Thrust trains with its preset, SB3 "
         f"{sb3_version()} with the same values translated field by field (`sb3_settings` in the script), on "
-        "gymnasium's CartPole-v1 / Pendulum-v1 (Thrust's own bandit and Snake, registered with gymnasium). "
+        "gymnasium's CartPole-v1 / Pendulum-v1 (Thrust's own bandit and Snake, registered with gymnasium), and "
+        "gymnasium-robotics' FetchReach-v4 with HER (SB3's HerReplayBuffer and MultiInputPolicy). "
         "Final eval: 50 fresh episodes (1000 on the bandit); IQM: interquartile mean over seeds, with a 95% "
         "bootstrap CI; *P(Thrust >= SB3)*: share of seed pairs where Thrust's final eval is at least SB3's "
         "(ties count one half); *ends at target*: seeds whose final eval reached the row's target (validation.py's); "
@@ -411,7 +438,12 @@ def markdown(rows: list[dict], when: str) -> list[str]:
         *table(rows),
         "",
         *(["Settings SB3 cannot express (the SB3 side runs without them):", "", *gaps, ""] if gaps else []),
+        *(["Success rates of the final policies (goal envs' `is_success`):", "", *successes, ""] if successes else []),
     ]
+
+
+def success_text(rates: list[float]) -> str:
+    return f"{statistics.fmean(rates):.2f} (per seed {', '.join(f'{rate:.2f}' for rate in rates)})"
 
 
 def sb3_version() -> str:
@@ -452,7 +484,7 @@ def main() -> None:
     if args.thrust_set and args.label == "preset":
         parser.error("--thrust-set needs a --label naming the variant (the preset's own rows keep 'preset')")
     named = lambda algo, env: f"{algo}:{env}" in (args.only or ())  # noqa: E731
-    pairs = [(algo, env, "default") for algo, env, _, _ in PAIRED + RECURRENT if not args.only or named(algo, env)]
+    pairs = [(algo, env, "default") for algo, env, _, _ in PAIRED + RECURRENT + GOAL_ROWS if not args.only or named(algo, env)]
     pairs += [(algo, env, "default") for algo, env, _, _ in NAMED_ONLY if named(algo, env)]
     pairs += [(algo, env, preset) for algo, env, _, preset in PRESET_ROWS if not args.only or named(algo, env)]
     args.results.parent.mkdir(parents=True, exist_ok=True)
