@@ -413,7 +413,8 @@ def markdown(rows: list[dict], when: str) -> list[str]:
     host = f"{platform.machine()}, {mp.cpu_count()} cores, Python {platform.python_version()}"
     gaps = [f"- {row['algo']} {row['env']}: {'; '.join(row['gaps'])}" for row in rows if row["gaps"]]
     successes = [
-        f"- {row['algo']} {row['env']}: Thrust {success_text(row['thrust']['success'])}; SB3 {success_text(row['sb3']['success'])}"
+        f"- {row['algo']} {row['env']}: Thrust {success_text(row['thrust']['success'])}; "
+        f"SB3 {success_text(row['sb3']['success'])}"
         for row in rows
         if row["thrust"].get("success") and row["sb3"].get("success")
     ]
