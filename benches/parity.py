@@ -103,7 +103,16 @@ def sb3_env_id(thrust_env: str) -> str:
 
 
 #: Settings with the same name and meaning in Thrust and in SB3's constructor, per algorithm.
-_ON_POLICY = ("n_steps", "gae_lambda", "ent_coef", "vf_coef", "max_grad_norm", "normalize_advantage")
+_ON_POLICY = (
+    "n_steps",
+    "gae_lambda",
+    "ent_coef",
+    "vf_coef",
+    "max_grad_norm",
+    "normalize_advantage",
+    "use_sde",
+    "sde_sample_freq",
+)
 _OFF_POLICY = ("buffer_size", "learning_starts", "batch_size", "train_freq", "gradient_steps", "tau")
 SAME_NAMES = {
     "ppo": (*_ON_POLICY, "batch_size", "n_epochs"),

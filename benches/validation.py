@@ -46,8 +46,8 @@ PAIRS = [
     ("sac", "pendulum", -200.0, "eval >= -200 within 20k steps"),
     ("td3", "pendulum", -200.0, "eval >= -200 within 20k steps"),
     ("ddpg", "pendulum", -200.0, "eval >= -200 within 20k steps"),
-    ("ppo", "pendulum", -300.0, "eval >= -300 within 200k steps"),
-    ("a2c", "pendulum", -300.0, "(no target; reported)"),
+    ("ppo", "pendulum", -300.0, "eval >= -300 within 100k steps"),
+    ("a2c", "pendulum", -300.0, "eval >= -300 within 1M steps"),
     ("ppo", "snake", None, "clearly beats a random policy"),
     ("dqn", "snake", None, "clearly beats a random policy"),
     ("ppo", "MinAtar/Breakout-v1", 5.0, "eval >= 5 within 500k steps (random: 0.3)"),
@@ -499,7 +499,7 @@ def readme_rows(results: list[dict], when: str, seeds: int) -> list[str]:
         f"{met('a2c', 'cartpole', 'sb3')} / {met('dqn', 'cartpole', 'sb3')} steps |",
         f"| Pendulum, SAC preset / CleanRL / SB3 | eval >= -200 at {met('sac', 'pendulum')} / "
         f"{met('sac', 'pendulum', 'cleanrl')} / {met('sac', 'pendulum', 'sb3')} steps (budget 20k) |",
-        f"| Pendulum, PPO preset | eval >= -300 at {met('ppo', 'pendulum')} steps (budget 200k) |",
+        f"| Pendulum, PPO preset | eval >= -300 at {met('ppo', 'pendulum')} steps (budget 100k) |",
         f"| Snake, DQN / PPO | {final('dqn', 'snake')} / {final('ppo', 'snake')} food per episode "
         f"(random policy: {random_baseline('snake'):.2f}) |",
         f"| MinAtar Breakout, PPO / DQN (500k / 250k steps) | final eval {final('ppo', 'MinAtar/Breakout-v1')} / "

@@ -22,6 +22,7 @@ CASES = [
     (A2C, "Acrobot-v1", 500, {"normalize": False, "hidden": (32,), "vf_hidden": (16, 16)}),  # dict(pi=[32], vf=[16, 16])
     (SAC, "Pendulum-v1", 300, {"learning_starts": 100, "activation": "tanh", "hidden": (32, 32)}),  # activation_fn=Tanh
     (DQN, "Acrobot-v1", 600, {"learning_starts": 200, "activation": "tanh"}),
+    (A2C, "Pendulum-v1", 400, {"normalize": False, "use_sde": True, "sde_sample_freq": 4}),  # gSDE's log_std matrix
 ]
 
 

@@ -91,3 +91,50 @@ def test_ortho_init_false_starts_every_layer_as_torch_does():
         bound = 1 / math.sqrt(n_in)
         assert weight.abs().max() <= bound and weight.abs().max() > 0.8 * bound
     assert plain.towers.biases[0].abs().max() > 0  # torch's biases are not zero
+
+
+def test_gsde_matches_sb3s_state_dependent_noise_distribution():
+    """gSDE's log-probabilities, entropies and noisy actions equal SB3's StateDependentNoiseDistribution (full_std,
+    no expln, no squashing: what SB3's PPO and A2C build with use_sde=True) on the same weights and features."""
+    from stable_baselines3.common.distributions import StateDependentNoiseDistribution
+
+    torch.manual_seed(0)
+    net = ActorCritic((3,), Box((-2.0, -2.0), (2.0, 2.0), (2,)), hidden=(8, 8), log_std_init=-1.0, sde_sample_freq=4)
+    assert net.log_std.shape == (8, 2)  # one log std per (feature, action dimension)
+    with torch.no_grad():
+        net.log_std.add_(0.3 * torch.randn(8, 2))
+    obs, actions = torch.randn(6, 3), torch.randn(6, 2)
+    features = net.towers.tower(obs, 0)
+    mean = net.pi_head(features)
+    theirs = StateDependentNoiseDistribution(2)
+    theirs.sample_weights(net.log_std.detach(), batch_size=6)
+    theirs.proba_distribution(mean, net.log_std, features)
+    log_prob, entropy, _ = net.evaluate_actions(obs, actions)
+    torch.testing.assert_close(log_prob, theirs.log_prob(actions))
+    torch.testing.assert_close(entropy, theirs.entropy())
+    net.exploration = theirs.exploration_matrices  # the same drawn weights: the same noisy actions
+    drawn, drawn_log_prob, _ = net.sample(obs)
+    torch.testing.assert_close(drawn, theirs.sample())
+    torch.testing.assert_close(drawn_log_prob, theirs.log_prob(drawn))
+
+
+def test_gsde_draws_new_weights_on_sb3s_schedule():
+    net = ActorCritic((3,), Box((-1.0,), (1.0,), (1,)), sde_sample_freq=4)
+    drawn_at = []
+    for step in range(10):
+        before = net.exploration
+        net.resample_noise(step, 2)
+        if net.exploration is not before:
+            drawn_at.append(step)
+    assert drawn_at == [0, 4, 8]
+    per_rollout = ActorCritic((3,), Box((-1.0,), (1.0,), (1,)), sde_sample_freq=-1)
+    drawn_at = []
+    for step in range(10):
+        before = per_rollout.exploration
+        per_rollout.resample_noise(step, 2)
+        drawn_at += [step] if per_rollout.exploration is not before else []
+    assert drawn_at == [0]
+    assert per_rollout.exploration.shape == (2, 64, 1)  # one (features x actions) matrix per env
+    plain = ActorCritic((3,), Box((-1.0,), (1.0,), (1,)))
+    plain.resample_noise(0, 2)
+    assert plain.exploration is None and plain.log_std.shape == (1,)

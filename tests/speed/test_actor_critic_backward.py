@@ -150,3 +150,12 @@ def test_only_large_cuda_batches_are_split():
     assert actor_critic_backward.batch_parts(32768, cpu) == 1  # one core's bmm walks the batch as fast in one piece
     assert actor_critic_backward.batch_parts(1024, cuda) == 1  # few rows: one tile per tower is quick enough
     assert actor_critic_backward.batch_parts(32768 + 100, cuda) == 1  # a short last minibatch that does not split evenly
+
+
+def test_gsde_runs_the_reference_throughout_with_a_note():
+    env = make_batched("pendulum", 2, seed=0)
+    config = PPOConfig(n_envs=2, use_sde=True)
+    algo = PPO(env.observation_space.shape, env.action_space, config, torch.device("cpu"), seed=0)
+    choice = apply_speed(algo, env)
+    assert (choice.acting, choice.update) == ("torch", "reference")
+    assert any("gSDE" in note and "falls back to reference" in note for note in algo.notes)

@@ -92,6 +92,7 @@ def comparable(records):
     [
         ("ppo", "cartpole", {"n_steps": 16}),
         ("ppo", "pendulum", {"n_steps": 16, "normalize": True}),
+        ("ppo", "pendulum", {"n_steps": 16, "use_sde": True, "sde_sample_freq": 4}),  # gSDE's weights: drawn anew
         (
             "dqn",
             "cartpole",

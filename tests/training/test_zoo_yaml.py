@@ -8,7 +8,7 @@ import dataclasses
 import pytest
 import yaml
 
-from thrust_app.algos import DQNConfig, PPOConfig, SACConfig
+from thrust_app.algos import A2CConfig, DQNConfig, PPOConfig, SACConfig
 from thrust_app.config import ConfigError
 from thrust_app.training.presets import get_preset
 from thrust_app.training.run_spec import make_spec
@@ -47,15 +47,59 @@ CartPole-v1:
 """
 
 
+#: rl-baselines3-zoo hyperparams/a2c.yml and ppo.yml, Pendulum-v1 (gSDE), as the zoo writes them.
+ZOO_A2C_PENDULUM = """
+Pendulum-v1:
+  normalize: True
+  n_envs: 8
+  n_timesteps: !!float 1e6
+  policy: 'MlpPolicy'
+  ent_coef: 0.0
+  max_grad_norm: 0.5
+  n_steps: 8
+  gae_lambda: 0.9
+  vf_coef: 0.4
+  gamma: 0.9
+  use_rms_prop: True
+  normalize_advantage: False
+  learning_rate: lin_7e-4
+  use_sde: True
+  policy_kwargs: "dict(log_std_init=-2, ortho_init=False)"
+"""
+ZOO_PPO_PENDULUM = """
+Pendulum-v1:
+  n_envs: 4
+  n_timesteps: !!float 1e5
+  policy: 'MlpPolicy'
+  n_steps: 1024
+  gae_lambda: 0.95
+  gamma: 0.9
+  n_epochs: 10
+  ent_coef: 0.0
+  learning_rate: !!float 1e-3
+  clip_range: 0.2
+  use_sde: True
+  sde_sample_freq: 4
+"""
+
+
 def fields(config_cls) -> set[str]:
     return {field.name for field in dataclasses.fields(config_cls)}
 
 
-@pytest.mark.parametrize("text, algo, config_cls", [(ZOO_PPO, "ppo", PPOConfig), (ZOO_DQN, "dqn", DQNConfig)])
+@pytest.mark.parametrize(
+    "text, algo, config_cls",
+    [
+        (ZOO_PPO, "ppo", PPOConfig),
+        (ZOO_DQN, "dqn", DQNConfig),
+        (ZOO_PPO_PENDULUM, "ppo", PPOConfig),
+        (ZOO_A2C_PENDULUM, "a2c", A2CConfig),
+    ],
+)
 def test_the_zoos_entries_are_thrusts_presets(text, algo, config_cls):
     env_id, timesteps, overrides = from_zoo_yaml(text, fields(config_cls))
     preset = get_preset(algo, env_id)
-    assert env_id == "CartPole-v1" and timesteps == preset.timesteps
+    assert timesteps == preset.timesteps
     loaded = make_spec(algo, env_id, timesteps, overrides=overrides).config
     assert loaded == make_spec(algo, env_id).config
 
@@ -141,7 +185,7 @@ def test_policy_and_value_sizes_of_their_own_round_trip():
 @pytest.mark.parametrize(
     "text, message",
     [
-        ("CartPole-v1:\n  use_sde: true\n", "no setting for the zoo keys use_sde"),
+        ("CartPole-v1:\n  use_sde_at_warmup: true\n", "no setting for the zoo keys use_sde_at_warmup"),
         ("CartPole-v1:\n  policy_kwargs: 'dict(use_expln=True)'\n", "no setting for use_expln"),
         ("CartPole-v1:\n  policy_kwargs: 'dict(lstm_hidden_size=64)'\n", "no setting for lstm_hidden_size"),  # PPO's
         ("CartPole-v1:\n  policy_kwargs: 'dict(activation_fn=nn.ELU)'\n", "no setting for activation_fn=nn.ELU"),

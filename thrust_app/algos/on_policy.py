@@ -45,12 +45,24 @@ class OnPolicyConfig(AlgoConfig):
     ortho_init: bool = param(
         True, "orthogonal initialisation of the layers and heads (SB3's ortho_init; false: torch's defaults)"
     )
+    use_sde: bool = param(
+        False,
+        "gSDE, generalised state-dependent exploration (Box actions): the Gaussian's noise a learned linear function "
+        "of the policy's features, its weights drawn anew every sde_sample_freq steps (nets/policies.py ActionHead)",
+    )
+    sde_sample_freq: int = param(-1, "gSDE: steps between new exploration weights (-1: once per rollout)", ge=-1)
     update: Literal["handwritten", "reference"] = param("handwritten", ON_POLICY_UPDATE_HELP)
 
     def validate(self) -> None:
         super().validate()
         if any(size < 1 for size in self.vf_hidden):
             raise ConfigError(f"vf_hidden sizes must be >= 1, got {self.vf_hidden}")
+        if self.sde_sample_freq == 0:
+            raise ConfigError("sde_sample_freq must be -1 (once per rollout) or >= 1, got 0")
+
+    def sde(self) -> int | None:
+        """The nets' `sde_sample_freq` argument: None without gSDE."""
+        return self.sde_sample_freq if self.use_sde else None
 
     def check_fits(self, timesteps: int, obs_bytes: int) -> None:
         """One rollout must fit the budget and the machine's memory."""
@@ -91,6 +103,7 @@ class OnPolicyAlgorithm(Algorithm):
             self.obs_parts,
             config.ortho_init,
             config.vf_hidden,
+            config.sde(),
         )
 
     @abstractmethod

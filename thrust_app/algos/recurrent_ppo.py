@@ -71,6 +71,9 @@ class RolloutMemory:
     def env_action(self, action: torch.Tensor) -> torch.Tensor:
         return self.net.env_action(action)
 
+    def resample_noise(self, step: int, n_envs: int) -> None:
+        self.net.resample_noise(step, n_envs)
+
     def episodes_ended(self, done: torch.Tensor) -> None:
         """The envs whose episode just ended start a new one at the next step."""
         self.starts = done.float()
@@ -125,6 +128,7 @@ class RecurrentPPO(PPO):
             ortho_init=config.ortho_init,
             parts=self.obs_parts,
             vf_hidden=config.vf_hidden,
+            sde_sample_freq=config.sde(),
         )
 
     def collect(self, env, env_io, obs) -> tuple[Rollout, torch.Tensor]:

@@ -86,11 +86,13 @@ def collect_steps(
 ) -> CollectedSteps:
     """Run the policy for `n_steps` steps of every env. With the env's arrays on the learner's device this
     makes no host round trip, which is what lets cuda_graphs.CapturedCollection capture it. A policy with
-    memory (recurrent PPO's RolloutMemory) is told after each step which episodes ended."""
+    memory (recurrent PPO's RolloutMemory) is told after each step which episodes ended; one with gSDE draws its
+    exploration weights when its schedule says."""
     recorded: dict[str, list[torch.Tensor]] = {key: [] for key in RECORDED}
     mask = env_io.masks(env)
     episodes_ended = getattr(policy, "episodes_ended", None)
-    for _ in range(n_steps):
+    for t in range(n_steps):
+        policy.resample_noise(t, env.num_envs)  # gSDE's exploration weights: at step 0, every sde_sample_freq steps
         action, log_prob, value = policy.sample(obs, mask)
         step = env_io.step(env, policy.env_action(action))
         reward = step.reward

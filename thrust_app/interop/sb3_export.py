@@ -45,7 +45,8 @@ def write_sb3_zip(run_dir: str | Path, path: str | Path) -> Path:
     algo.load_state_dict(state["algo"])
     env = raw_env(spec.env)
     sb3_class = getattr(sb3, SB3_CLASSES[spec.algo])
-    model = sb3_class("MlpPolicy", env, policy_kwargs=policy_kwargs(spec), device="cpu", seed=spec.seed)
+    sde = {"use_sde": True, "sde_sample_freq": spec.config["sde_sample_freq"]} if spec.config.get("use_sde") else {}
+    model = sb3_class("MlpPolicy", env, policy_kwargs=policy_kwargs(spec), device="cpu", seed=spec.seed, **sde)
     env.close()
     weights = dict(sb3_weights(spec.algo, algo))
     own = model.policy.state_dict()

@@ -357,10 +357,21 @@ class ActingMLP(BoundsMixin, nn.Module):
 class ActionHead(BoundsMixin):
     """The policy's distribution over actions, from the policy head's output, for the actor-critics (feed-forward
     and recurrent): a categorical over logits (Discrete), independent categoricals (MultiDiscrete; MultiBinary as
-    choices of two), or a diagonal Gaussian with a learned, state-independent log std (Box)."""
+    choices of two), or a diagonal Gaussian (Box) whose log std is learned and state-independent, or with gSDE
+    (generalised state-dependent exploration, Raffin et al., 2022; SB3's `use_sde`) state-dependent:
+
+        sigma_j(s)^2 = sum_i z_i(s)^2 exp(2 log_std_ij),   action = mu(s) + z(s) W,   W_ij ~ N(0, exp(log_std_ij)^2)
+
+    with z(s) the policy's last features (detached: the noise does not train them) and W drawn at a rollout's
+    start and every `sde_sample_freq` steps (-1: once per rollout), one W per env."""
 
     nvec: tuple[int, ...] | None
     discrete: bool
+    #: gSDE: the width of z(s) (0: a state-independent Gaussian, or discrete actions)
+    sde_features: int = 0
+    sde_sample_freq: int = -1
+    #: gSDE: the exploration weights W, one (features x actions) matrix per env
+    exploration: torch.Tensor | None = None
 
     def init_action_space(self, action_space: Discrete | Box | MultiDiscrete) -> int:
         """Set what kind of actions this policy takes; returns the policy head's width."""
@@ -368,40 +379,74 @@ class ActionHead(BoundsMixin):
         self.discrete = isinstance(action_space, Discrete | MultiDiscrete)
         return sum(self.nvec) if self.nvec else action_space.n if self.discrete else math.prod(action_space.shape)
 
-    def init_log_std(self, action_space: Discrete | Box | MultiDiscrete, n_out: int, log_std_init: float) -> None:
-        """Box actions: the bounds, and the Gaussian's log std (one per action dimension)."""
+    def init_log_std(
+        self, action_space: Discrete | Box | MultiDiscrete, n_out: int, log_std_init: float, sde_sample_freq: int | None = None
+    ) -> None:
+        """Box actions: the bounds, and the Gaussian's log std: one per action dimension, or with gSDE (an
+        `sde_sample_freq`) one per (feature, action dimension), the features being what `pi_head` reads."""
         if not self.discrete:
             self._set_bounds(action_space)
-            self.log_std = nn.Parameter(torch.full((n_out,), float(log_std_init)))
+            if sde_sample_freq is not None:
+                self.sde_features, self.sde_sample_freq = self.pi_head.in_features, sde_sample_freq
+            shape = (self.sde_features, n_out) if self.sde_features else (n_out,)
+            self.log_std = nn.Parameter(torch.full(shape, float(log_std_init)))
 
-    def distribution(self, head_out: torch.Tensor) -> Categorical | Normal:
-        """The policy's distribution from the policy head's output (argument checks cost more than the math)."""
+    def distribution(self, head_out: torch.Tensor, features: torch.Tensor | None = None) -> Categorical | Normal:
+        """The policy's distribution from the policy head's output (argument checks cost more than the math); gSDE
+        reads the policy's features too."""
         if self.discrete:
             return Categorical(logits=head_out, validate_args=False)
+        if self.sde_features:  # sigma^2 = z^2 exp(log_std)^2, plus SB3's epsilon 1e-6
+            variance = features.detach().square() @ (2 * self.log_std).exp()
+            return Normal(head_out, (variance + 1e-6).sqrt(), validate_args=False)
         return Normal(head_out, self.log_std.exp().expand_as(head_out), validate_args=False)
 
-    def log_prob_entropy(self, head_out: torch.Tensor, actions: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """Per sample: log pi(a|s) of `actions` and the policy's entropy, from the (masked) head output."""
+    def log_prob_entropy(
+        self, head_out: torch.Tensor, actions: torch.Tensor, features: torch.Tensor | None = None
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """Per sample: log pi(a|s) of `actions` and the policy's entropy, from the (masked) head output (and the
+        policy's features, for gSDE)."""
         if self.nvec:  # independent components: log-probs and entropies add up
             dists = [self.distribution(part) for part in head_out.split(self.nvec, -1)]
             log_prob = sum(dist.log_prob(actions[:, i]) for i, dist in enumerate(dists))
             return log_prob, sum(dist.entropy() for dist in dists)
-        dist = self.distribution(head_out)
+        dist = self.distribution(head_out, features)
         log_prob, entropy = dist.log_prob(actions), dist.entropy()
         if not self.discrete:  # independent action dimensions: log-probs and entropies add up
             log_prob, entropy = log_prob.sum(-1), entropy.sum(-1)
         return log_prob, entropy
 
-    def draw(self, head_out: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """A sampled action from the (masked) head output and its log-probability."""
+    def draw(self, head_out: torch.Tensor, features: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+        """A sampled action from the (masked) head output and its log-probability (gSDE: mu + z W)."""
         if not self.discrete:
-            dist = self.distribution(head_out)
-            action = dist.sample()
+            dist = self.distribution(head_out, features)
+            action = head_out + self.sde_noise(features) if self.sde_features else dist.sample()
             return action, dist.log_prob(action).sum(-1)
         if self.nvec:  # one draw per component, log-probabilities added
             drawn = [gumbel_max(part) for part in head_out.split(self.nvec, -1)]
             return torch.stack([a for a, _ in drawn], -1), sum(lp for _, lp in drawn)
         return gumbel_max(head_out)
+
+    def reset_noise(self, n_envs: int) -> None:
+        """gSDE: draw new exploration weights W ~ N(0, exp(log_std)^2), one matrix per env."""
+        std = self.log_std.detach().exp()
+        self.exploration = std * torch.randn((n_envs, *std.shape), device=std.device)
+
+    def resample_noise(self, step: int, n_envs: int) -> None:
+        """Before step `step` of a rollout: gSDE's weights are drawn anew at step 0 and every sde_sample_freq steps
+        (SB3's schedule); nothing for other policies."""
+        if self.sde_features and (step == 0 or (self.sde_sample_freq > 0 and step % self.sde_sample_freq == 0)):
+            self.reset_noise(n_envs)
+
+    def sde_noise(self, features: torch.Tensor) -> torch.Tensor:
+        """z(s) W for a batch: each env's own W when the batch is the envs', else the first W for every row (as SB3's
+        predict); weights drawn first if there are none yet."""
+        if self.exploration is None:
+            self.reset_noise(features.shape[0])
+        z = features.detach()
+        if len(z) == len(self.exploration):
+            return torch.bmm(z.unsqueeze(1), self.exploration).squeeze(1)
+        return z @ self.exploration[0]
 
     def greedy(
         self, head_out: torch.Tensor, mask: torch.Tensor | None = None
@@ -439,7 +484,10 @@ class ActorCritic(ActionHead, FlatParameters):
         parts: Sequence | None = None,
         ortho_init: bool = True,
         vf_hidden: Sequence[int] = (),
+        sde_sample_freq: int | None = None,
     ) -> None:
+        """`sde_sample_freq`: None for the state-independent Gaussian, else gSDE with new exploration weights every
+        this many steps (-1: once per rollout)."""
         super().__init__()
         n_out = self.init_action_space(action_space)
         self.uses_cnn = is_image(obs_shape) and not isinstance(parts, FeatureExtractor)
@@ -463,7 +511,7 @@ class ActorCritic(ActionHead, FlatParameters):
             orthogonal_init(self.vf_head, 1.0)
         elif not self.uses_cnn:  # torch's defaults throughout (the other layers have them from their constructors)
             self.towers.init_default()
-        self.init_log_std(action_space, n_out, log_std_init)
+        self.init_log_std(action_space, n_out, log_std_init, sde_sample_freq)
         self.flatten_parameters()
 
     def features(self, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -485,7 +533,7 @@ class ActorCritic(ActionHead, FlatParameters):
         """Per sample: log pi(a|s) of `actions`, the policy's entropy, and V(s); differentiable (SB3's name).
         With an action `mask` the distribution is over the allowed actions only (sb3-contrib's MaskablePPO)."""
         pi_features, vf_features = self.features(obs)
-        log_prob, entropy = self.log_prob_entropy(masked(self.pi_head(pi_features), mask), actions)
+        log_prob, entropy = self.log_prob_entropy(masked(self.pi_head(pi_features), mask), actions, pi_features)
         return log_prob, entropy, self.vf_head(vf_features).squeeze(-1)
 
     @torch.no_grad()
@@ -500,7 +548,7 @@ class ActorCritic(ActionHead, FlatParameters):
         pi_features, vf_features = self.features(obs)
         head_out = masked(nn.functional.linear(pi_features, self.pi_head.weight, self.pi_head.bias), mask)
         value = nn.functional.linear(vf_features, self.vf_head.weight, self.vf_head.bias).squeeze(-1)
-        return (*self.draw(head_out), value)
+        return (*self.draw(head_out, pi_features), value)
 
     def act(self, obs: torch.Tensor, mask: torch.Tensor | None = None) -> torch.Tensor | tuple[torch.Tensor, torch.Tensor]:
         return self.greedy(self.pi_head(self.tower(obs, 0)), mask)

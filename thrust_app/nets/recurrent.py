@@ -75,6 +75,7 @@ class RecurrentActorCritic(ActionHead, FlatParameters):
         ortho_init: bool = True,
         parts: Sequence | None = None,
         vf_hidden: Sequence[int] = (),
+        sde_sample_freq: int | None = None,
     ) -> None:
         super().__init__()
         if critic_rnn not in CRITIC_RNN:
@@ -101,7 +102,7 @@ class RecurrentActorCritic(ActionHead, FlatParameters):
         self.vf_head = nn.Linear(vf_sizes[-1] if vf_sizes else rnn_hidden, 1)
         if ortho_init:
             init_like_sb3(self)
-        self.init_log_std(action_space, n_out, log_std_init)
+        self.init_log_std(action_space, n_out, log_std_init, sde_sample_freq)
         self.flatten_parameters()
 
     @property
@@ -161,7 +162,7 @@ class RecurrentActorCritic(ActionHead, FlatParameters):
         value; differentiable. With an action `mask` (T * B, n) over the allowed actions only."""
         pi_latent, vf_latent, _ = self.latents(seq)
         head_out = masked(self.pi_head(pi_latent.flatten(0, 1)), mask)
-        log_prob, entropy = self.log_prob_entropy(head_out, actions)
+        log_prob, entropy = self.log_prob_entropy(head_out, actions, pi_latent.flatten(0, 1))
         return log_prob, entropy, self.vf_head(vf_latent.flatten(0, 1)).squeeze(-1)
 
     @torch.no_grad()
@@ -171,7 +172,7 @@ class RecurrentActorCritic(ActionHead, FlatParameters):
         """One step of N envs while collecting: a sampled action, its log-probability, the value, and the
         memory after the step."""
         pi_latent, vf_latent, state = self.latents(Sequences(obs.unsqueeze(0), starts.unsqueeze(0), state))
-        action, log_prob = self.draw(masked(self.pi_head(pi_latent[0]), mask))
+        action, log_prob = self.draw(masked(self.pi_head(pi_latent[0]), mask), pi_latent[0])
         return action, log_prob, self.vf_head(vf_latent[0]).squeeze(-1), state
 
     @torch.no_grad()

@@ -59,6 +59,8 @@ def apply_speed(algo: Algorithm, env: VecEnv) -> SpeedChoice:
     each chosen form in place; returns (and keeps as `algo.speed`) what was chosen."""
     if isinstance(algo, RecurrentPPO):
         return reference_throughout(algo, "a recurrent policy has only its reference form")
+    if getattr(algo.config, "use_sde", False):
+        return reference_throughout(algo, "gSDE's state-dependent noise has only its reference form")
     if isinstance(algo.obs_parts, FeatureExtractor):
         return reference_throughout(algo, "a feature extractor of your own runs as torch runs it: reference only")
     if algo.obs_parts:

@@ -177,39 +177,21 @@ _add(
     "ppo",
     _PENDULUM_IDS,
     Preset(
-        200_000,
-        {
-            "n_envs": 4,
-            "n_steps": 1024,
-            "gae_lambda": 0.95,
-            "gamma": 0.9,
-            "n_epochs": 10,
-            "ent_coef": 0.0,
-            "learning_rate": 1e-3,
-            "clip_range": 0.2,
-            "batch_size": 64,
-            "log_std_init": -0.5,
-        },
-        ZOO.format(algo="ppo", env="Pendulum-v1") + " without gSDE (Thrust has none); log_std_init -0.5 instead",
+        100_000,
+        {"n_envs": 4, "n_steps": 1024, "gae_lambda": 0.95, "gamma": 0.9, "n_epochs": 10, "ent_coef": 0.0}
+        | {"learning_rate": 1e-3, "clip_range": 0.2, "batch_size": 64, "use_sde": True, "sde_sample_freq": 4},
+        ZOO.format(algo="ppo", env="Pendulum-v1"),
     ),
 )
 _add(
     "a2c",
     _PENDULUM_IDS,
     Preset(
-        200_000,
-        {
-            "n_envs": 8,
-            "n_steps": 8,
-            "gae_lambda": 0.9,
-            "gamma": 0.9,
-            "ent_coef": 0.0,
-            "learning_rate": 7e-4,
-            "normalize_advantage": False,
-            "log_std_init": -1.0,
-        },
-        "Thrust's own settings; they do not solve Pendulum (validation: about -1400): the zoo's A2C needs "
-        "observation/reward normalisation and gSDE, which Thrust lacks; use sac or ppo",
+        1_000_000,
+        {"normalize": True, "n_envs": 8, "n_steps": 8, "gae_lambda": 0.9, "gamma": 0.9, "ent_coef": 0.0, "vf_coef": 0.4}
+        | {"max_grad_norm": 0.5, "normalize_advantage": False, "learning_rate": 7e-4, "lr_schedule": "linear"}
+        | {"use_sde": True, "log_std_init": -2.0, "ortho_init": False},
+        ZOO.format(algo="a2c", env="Pendulum-v1"),
     ),
 )
 
@@ -277,9 +259,9 @@ _add(
     Preset(
         100_000,
         {"normalize": True, "n_envs": 4, "n_steps": 1024, "gae_lambda": 0.95, "gamma": 0.9, "n_epochs": 10}
-        | {"ent_coef": 0.0, "learning_rate": 1e-3, "clip_range": 0.2, "log_std_init": -0.5}
+        | {"ent_coef": 0.0, "learning_rate": 1e-3, "clip_range": 0.2, "use_sde": True, "sde_sample_freq": 4}
         | _ZOO_LSTM_NET,
-        ZOO.format(algo="ppo_lstm", env="PendulumNoVel-v1") + " without gSDE (Thrust has none); log_std_init -0.5 instead",
+        ZOO.format(algo="ppo_lstm", env="PendulumNoVel-v1"),
     ),
 )
 

@@ -111,6 +111,9 @@ def from_zoo_yaml(text: str, fields: set[str]) -> tuple[str, int | None, dict[st
             overrides.update(_normalize(value))
         elif key == "replay_buffer_kwargs":
             overrides.update(_replay_buffer(str(value)))
+        elif key == "use_rms_prop" and "rms_prop_eps" in fields:  # A2C's optimizer: Thrust's is SB3's default
+            if value is not True:
+                raise ConfigError("use_rms_prop false (Adam): Thrust's A2C uses RMSprop, SB3's default, only")
         elif key == "ent_coef" and "auto_alpha" in fields:  # SAC's temperature, SB3's way of writing it
             overrides.update(_temperature(value))
         elif key == "env_wrapper":
