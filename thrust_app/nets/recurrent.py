@@ -86,10 +86,8 @@ class RecurrentActorCritic(ActionHead, FlatParameters):
         self.obs_shape = tuple(obs_shape)
         # sb3-contrib's features extractor: NatureCNN (or the small CNN) for images, a flatten for vectors, CNNs per
         # image for a Dict observation with images (`parts`)
-        if parts:
-            self.encoder = front_encoder(parts, obs_shape)
-        else:
-            self.encoder = image_encoder(obs_shape) if is_image(obs_shape) else nn.Flatten()
+        flat = image_encoder(obs_shape) if is_image(obs_shape) else nn.Flatten()
+        self.encoder = front_encoder(parts, obs_shape) if parts else flat
         features = self.encoder.out_dim if is_image(obs_shape) or parts else math.prod(obs_shape)
         rnn = RNN_TYPES[rnn_type]
         self.actor_rnn = rnn(features, rnn_hidden, num_layers=rnn_layers)
