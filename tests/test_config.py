@@ -134,3 +134,12 @@ def test_the_speed_settings_read_under_their_earlier_names():
     assert make_spec("ppo", "cartpole", overrides=["backward=autograd"]).config["update"] == "reference"
     with pytest.raises(ConfigError, match="not one of handwritten, reference"):
         make_spec("ppo", "cartpole", overrides={"backward": "compiled"})  # numba serves DQN and SAC only
+
+
+def test_gsde_settings_are_checked_in_one_line():
+    from thrust_app.algos import PPOConfig
+
+    with pytest.raises(ConfigError, match=r"sde_sample_freq must be -1 \(once per rollout\) or >= 1, got 0"):
+        apply_overrides(PPOConfig(), {"use_sde": True, "sde_sample_freq": 0}, "ppo")
+    with pytest.raises(ConfigError, match="sde_sample_freq must be >= -1"):
+        apply_overrides(PPOConfig(), {"sde_sample_freq": -2}, "ppo")
