@@ -144,7 +144,8 @@ def test_the_form_shows_the_preset_the_run_will_use(dirs):
     assert any("rl-baselines3-zoo" in m.value for m in at.markdown)
     at.selectbox(key="new-env").set_value("pendulum").run()  # another env: its own preset, not the old values
     assert at.text_input(key="hp-ppo-n_steps").value == "1024"
-    assert at.text_input(key="new-timesteps").value == "200000"
+    assert at.text_input(key="hp-ppo-gae_lambda").value == "0.95"  # CartPole's is 0.8
+    assert at.text_input(key="new-timesteps").value == "100000"
 
 
 def test_a_named_preset_fills_the_form_and_another_pair_goes_back_to_its_default(dirs):
@@ -158,7 +159,8 @@ def test_a_named_preset_fills_the_form_and_another_pair_goes_back_to_its_default
     assert at.text_input(key="hp-ppo-cuda_graphs").value == "True"
     assert at.text_input(key="new-timesteps").value == "10000000"
     at.selectbox(key="new-env").set_value("pendulum").run()
-    assert at.selectbox(key="new-preset").options == ["default"] and at.selectbox(key="new-preset").value == "default"
+    assert at.selectbox(key="new-preset").options == ["default", "no-sde"]
+    assert at.selectbox(key="new-preset").value == "default"
 
 
 def test_the_run_started_from_a_named_preset_records_it(dirs):
@@ -310,8 +312,8 @@ def test_in_a_browser_the_form_shows_the_chosen_pairs_preset(dirs):
         choose_in_browser(page, "new-device", "cpu")  # another rerun: a typed value stays
         expect(field("hp-ppo-gamma")).to_have_value("0.95", timeout=20_000)
         choose_in_browser(page, "new-env", "pendulum")  # another pair: its preset, typed values forgotten
-        expect(field("new-timesteps")).to_have_value("200000", timeout=20_000)
-        expect(field("hp-ppo-n_steps")).to_have_value("1024")
+        expect(field("hp-ppo-n_steps")).to_have_value("1024", timeout=20_000)
+        expect(field("new-timesteps")).to_have_value("100000")
         expect(field("hp-ppo-gamma")).to_have_value("0.9")
 
 

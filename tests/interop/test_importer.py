@@ -48,13 +48,15 @@ def models(tmp_path_factory) -> dict[str, Path]:
     kwargs = dict(net_arch=dict(pi=[32, 32], vf=[64]), activation_fn=__import__("torch").nn.ReLU)
     ppo_box = sb3.PPO("MlpPolicy", "Pendulum-v1", n_steps=256, seed=0, verbose=0, policy_kwargs=kwargs)
     learned(ppo_box, 512).save(folder / "ppo_box")
+    ppo_sde = sb3.PPO("MlpPolicy", "Pendulum-v1", use_sde=True, n_steps=256, seed=0, verbose=0)  # gSDE: log_std (64, 1)
+    learned(ppo_sde, 512).save(folder / "ppo_sde")
     learned(sb3.TD3("MlpPolicy", "Pendulum-v1", learning_starts=100, seed=0, verbose=0), 300).save(folder / "td3")
     venv = VecNormalize(make_vec_env("Pendulum-v1", n_envs=1, seed=0), norm_reward=True, clip_obs=5.0)
     model = sb3.SAC("MlpPolicy", venv, learning_starts=100, seed=0, verbose=0, policy_kwargs=dict(net_arch=[64, 64]))
     learned(model, 400)
     model.save(folder / "sac")
     venv.save(folder / "vec_normalize.pkl")
-    return {name: folder / f"{name}.zip" for name in ("ppo", "a2c", "dqn", "ppo_box", "td3", "sac")} | {
+    return {name: folder / f"{name}.zip" for name in ("ppo", "a2c", "dqn", "ppo_box", "ppo_sde", "td3", "sac")} | {
         "vec_normalize": folder / "vec_normalize.pkl"
     }
 
@@ -66,6 +68,7 @@ def models(tmp_path_factory) -> dict[str, Path]:
         ("a2c", "CartPole-v1"),
         ("dqn", "CartPole-v1"),
         ("ppo_box", "Pendulum-v1"),
+        ("ppo_sde", "Pendulum-v1"),
         ("td3", "Pendulum-v1"),
     ],
 )

@@ -41,6 +41,9 @@ def test_catalog_is_the_desktop_presets():
     assert json.dumps(fast["config"]) == json.dumps(spec.config)  # the same values
     assert (fast["timesteps"], fast["eval_every"], fast["stop_at_return"]) == (spec.timesteps, spec.eval_every, 475.0)
     assert "GAE lambda" in catalog["help"]["gae_lambda"]
+    # Pendulum's default preset uses gSDE, which the tab's PPO lacks: the tab offers its preset without it
+    assert list(catalog["envs"]["pendulum"]["presets"]) == ["no-sde"]
+    assert not catalog["envs"]["pendulum"]["presets"]["no-sde"]["config"]["use_sde"]
 
 
 @pytest.mark.parametrize("env", TRAIN_ENVS)

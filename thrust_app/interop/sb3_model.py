@@ -564,6 +564,8 @@ def sb3_reference(model: SB3Model, env_id: str, normalizer: ObsNormalizer | None
         key: value for key, value in model.policy_kwargs.items() if not isinstance(value, (dict, str)) or key in ("net_arch",)
     }
     kwargs["activation_fn"] = ACTIVATIONS[model.activation]
+    if model.data.get("use_sde"):  # gSDE: a log_std per (feature, action); the deterministic action is the mean still
+        kwargs["use_sde"] = True
     env = make_env(env_id, pipeline)
     dict_space = parted_space(env) if model.multi_input_images else None
     space = channels_first(dict_space) if dict_space is not None else env.observation_space

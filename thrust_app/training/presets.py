@@ -183,6 +183,18 @@ _add(
         ZOO.format(algo="ppo", env="Pendulum-v1"),
     ),
 )
+# The same without gSDE, which the player's in-tab PPO (TensorFlow.js) does not have: its Pendulum preset.
+_add(
+    "ppo",
+    _PENDULUM_IDS,
+    Preset(
+        200_000,
+        _PRESETS[("ppo", "Pendulum-v1")].config | {"use_sde": False, "sde_sample_freq": -1, "log_std_init": -0.5},
+        ZOO.format(algo="ppo", env="Pendulum-v1") + " without gSDE (for PPO without it, as the in-tab trainer); "
+        "log_std_init -0.5 and 200k steps instead",
+    ),
+    name="no-sde",
+)
 _add(
     "a2c",
     _PENDULUM_IDS,

@@ -41,6 +41,8 @@ def training_catalog() -> dict[str, Any]:
         presets = {}
         for name in preset_names(ALGO, spec.env):
             run = make_spec(ALGO, alias, preset=name)
+            if run.config.get("use_sde"):  # the tab's PPO (web/src/train/ppo.js) has no gSDE: its presets without
+                continue
             presets[name] = {
                 "timesteps": run.timesteps,
                 "eval_every": run.eval_every,
@@ -92,7 +94,7 @@ def policy_template(env: str) -> tuple[bytes, dict[str, Any]]:
     if env not in catalog["envs"]:
         raise ValueError(f"the Train mode has no env {env!r}; it trains {', '.join(TRAIN_ENVS)}")
     entry = catalog["envs"][env]
-    config = entry["presets"]["default"]["config"]
+    config = next(iter(entry["presets"].values()))["config"]  # the presets share the architecture
     obs_space, action_space = env_spaces(entry["env_id"])
     outputs = output_specs(ALGO, action_space)
     n_out = action_space.n if hasattr(action_space, "n") else action_space.size

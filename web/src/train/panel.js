@@ -71,7 +71,9 @@ export function setupTrainPanel({ playBundle, showError }) {
     const presetSelect = $("train-preset");
     presetSelect.innerHTML = "";
     for (const name of Object.keys(entry.presets)) presetSelect.append(new Option(name, name));
-    presetSelect.value = "fast" in entry.presets ? "fast" : "default"; // the fast preset stops at the solve
+    // the fast preset stops at the solve; an env whose default needs what the tab lacks (gSDE) offers others only
+    const names = Object.keys(entry.presets);
+    presetSelect.value = ["fast", "default"].find((name) => name in entry.presets) ?? names[0];
     fillFields();
   }
 
