@@ -283,6 +283,18 @@ def test_tags_are_kept_in_the_run_and_found_by_the_filter(dirs):
     table = next(frame.value for frame in at.dataframe if "tags" in frame.value.columns)
     assert list(table["run"]) == ["tagged"] and table["tags"].iloc[0] == "baseline, lr-sweep"
     assert jobs.read_notes(dirs / "runs" / "tagged")["text"] == "the first try"
+    assert "success_rate" not in table.columns  # the bandit reports no success
+
+
+def test_the_runs_table_shows_a_goal_envs_success_rate(dirs):
+    from thrust_app.training.trainer import train
+
+    overrides = {"replay_buffer_class": "HerReplayBuffer", "learning_starts": 100, "hidden": "16,16"}
+    train("sac", "ThrustTest/PointGoal-v0", timesteps=200, run_dir=dirs / "runs" / "goal", eval_episodes=4,
+          overrides=overrides, progress=False, log=lambda _: None)  # fmt: skip
+    table = next(frame.value for frame in new_app().dataframe if "tags" in frame.value.columns)
+    rate = table["success_rate"].iloc[0]
+    assert rate == json.loads((dirs / "runs" / "goal" / "summary.json").read_text())["eval_success_rate"]
 
 
 def choose_in_browser(page, key: str, option: str) -> None:

@@ -108,6 +108,7 @@ def runs_tab() -> None:
                 "status": r.status,
                 "steps": (r.summary or {}).get("timesteps"),
                 "eval_mean": (r.summary or {}).get("eval_mean"),
+                "success_rate": (r.summary or {}).get("eval_success_rate"),  # goal envs' is_success
                 "solved_at_step": (r.summary or {}).get("solved_at_step"),
                 "wall_s": (r.summary or {}).get("wall_s"),
                 "seed": r.config.get("seed"),
@@ -117,6 +118,8 @@ def runs_tab() -> None:
             for r in runs
         ]
     )
+    if table["success_rate"].isna().all():  # no run on an env that reports success
+        table = table.drop(columns="success_rate")
     search = st.text_input("Filter", key="runs-filter", placeholder="any part of a name, tag, algo, env or status")
     if search:
         table = table[table.astype(str).apply(lambda row: row.str.contains(search, case=False, regex=False)).any(axis=1)]
