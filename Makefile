@@ -11,7 +11,8 @@ TORCH := torch==2.13.0
 .PHONY: run test lint format web install chromium strace bench peers validate reference-bundles clean
 
 # The reference bundles in export/: env:algo pairs, each trained with its preset and seed 0.
-REFERENCE := bandit:ppo cartpole:ppo pendulum:sac snake:dqn cartpole-novel:recurrent_ppo cards:ppo
+# env:algo[:steps]: the preset's budget unless a step count follows (MinAtar's preset is 5M steps; 100k plays well)
+REFERENCE := bandit:ppo cartpole:ppo pendulum:sac snake:dqn cartpole-novel:recurrent_ppo cards:ppo minatar-breakout:dqn:100000
 
 run: install $(NODE_MODULES)
 	$(PY) -m thrust_app app
@@ -56,9 +57,10 @@ validate: install
 
 reference-bundles: install
 	for pair in $(REFERENCE); do \
-	  env=$${pair%%:*}; algo=$${pair##*:}; run=runs/reference-$$env-$$algo; \
+	  env=$${pair%%:*}; rest=$${pair#*:}; algo=$${rest%%:*}; steps=$${rest#$$algo}; steps=$${steps#:}; \
+	  run=runs/reference-$$env-$$algo; \
 	  rm -rf $$run && \
-	  $(PY) -m thrust_app train $$algo $$env --seed 0 --run-dir $$run --quiet && \
+	  $(PY) -m thrust_app train $$algo $$env --seed 0 --run-dir $$run --quiet $${steps:+--timesteps $$steps} && \
 	  $(PY) -m thrust_app export $$run --out export/$$env-$$algo --force || exit 1; \
 	done
 

@@ -199,6 +199,7 @@ COVERED_BY = {
     "envs/core/hidden_velocity.py": "tests/envs/test_core.py",
     "envs/core/mountain_car.py": "tests/envs/test_gym_adapter.py",
     "envs/core/acrobot.py": "tests/envs/test_gym_adapter.py",
+    "envs/core/minatar.py": "tests/envs/test_minatar_cores.py",
     "envs/core/pendulum.py": "tests/envs/test_core.py",
     "envs/core/snake.py": "tests/envs/test_core.py",
     "envs/core/vector.py": "tests/envs/test_vector_core.py",

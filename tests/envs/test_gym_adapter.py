@@ -18,6 +18,8 @@ THRUST_IDS = [
     "thrust/Snake-v0",
     "thrust/MountainCar-v0",
     "thrust/Acrobot-v0",
+    "thrust/MinAtarBreakout-v0",
+    "thrust/MinAtarSpaceInvaders-v0",
 ]
 
 

@@ -57,6 +57,38 @@ def test_a_classic_control_bundle_plays_in_the_player_as_in_python(env, tmp_path
     assert got["episodeReturn"] == pytest.approx(want.episode_return, rel=1e-5)
 
 
+#: How many colours the player's env canvas shows.
+COLOURS_ON_CANVAS = """() => {
+  const canvas = document.getElementById("canvas");
+  const data = canvas.getContext("2d").getImageData(0, 0, canvas.width, canvas.height).data;
+  const colours = new Set();
+  for (let i = 0; i < data.length; i += 4) colours.add((data[i] << 16) | (data[i + 1] << 8) | data[i + 2]);
+  return colours.size;
+}"""
+
+
+@pytest.mark.parametrize(
+    "env, algo, overrides",
+    [
+        ("minatar-breakout", "dqn", {"learning_starts": 200, "buffer_size": 2_000}),
+        ("minatar-space-invaders", "ppo", {"n_envs": 2, "n_steps": 128, "batch_size": 64}),
+    ],
+)
+def test_a_minatar_bundle_plays_in_the_player_as_in_python(env, algo, overrides, tmp_path):
+    """The MinAtar cores (minatar's games step for step, tests/envs/test_minatar_cores.py) run in the tab, sticky
+    actions drawn from the core's own seeded stream: a desktop CNN policy's episode there is Python's, action for
+    action, drawn on the page's canvas."""
+    train(algo, env, timesteps=512, seed=1, run_dir=tmp_path / "run", overrides=overrides, progress=False, log=lambda _: None)
+    bundle = export_run(tmp_path / "run", tmp_path / "export" / "minatar")
+    with PlayerServer(port=0, export_dir=tmp_path / "export") as server, player_page(server.url) as page:
+        got = page.evaluate("(a) => window.thrustPlayer.runEpisode(a)", {"bundle": "minatar", "seed": 2, "ep": "wasm"})
+        drawn = page.evaluate(COLOURS_ON_CANVAS)
+    want = onnx_episode(bundle.path, 2)
+    assert got["actions"] == want.actions and got["episodeReturn"] == want.episode_return
+    assert want.steps >= 6  # a whole episode (Breakout's shortest: 6 steps)
+    assert drawn >= 3  # the board drawn: the background and at least two of the game's colours
+
+
 def test_an_sb3_acrobot_model_imported_plays_in_the_player_as_in_python(tmp_path):
     """`thrust import` of an SB3 model trained on gymnasium's Acrobot-v1 gives a bundle for Thrust's twin core, and
     its episode in the tab equals Python's onnxruntime one."""

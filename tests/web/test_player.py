@@ -34,7 +34,7 @@ needs_browser = pytest.mark.skipif(
 
 
 def test_reference_bundles_are_committed():
-    assert {name.split("-")[0] for name in REFERENCE} == {"bandit", "cartpole", "pendulum", "snake", "cards"}
+    assert {name.split("-")[0] for name in REFERENCE} == {"bandit", "cartpole", "pendulum", "snake", "cards", "minatar"}
     for name in REFERENCE:
         assert load_bundle(REFERENCE_DIR / name).manifest["command"].startswith("thrust train")
     assert all(entry["ok"] for entry in bundle_index(REFERENCE_DIR) if entry["name"] in REFERENCE)

@@ -108,6 +108,15 @@ class AcrobotEnv(ThrustEnv):
     metadata: ClassVar[dict[str, Any]] = {"render_modes": ["rgb_array"], "render_fps": 15}
 
 
+class MinAtarBreakoutEnv(ThrustEnv):
+    core_cls = cores.MinAtarBreakout
+    metadata: ClassVar[dict[str, Any]] = {"render_modes": ["rgb_array"], "render_fps": 10}
+
+
+class MinAtarSpaceInvadersEnv(MinAtarBreakoutEnv):
+    core_cls = cores.MinAtarSpaceInvaders
+
+
 class CardsEnv(MaskedThrustEnv):
     core_cls = cores.Cards
 
@@ -122,7 +131,8 @@ class PendulumNoVelEnv(PendulumEnv):
 
 _ADAPTERS = (BanditEnv, CartPoleEnv, PendulumEnv, SnakeEnv, CartPoleNoVelEnv, PendulumNoVelEnv, CardsEnv)
 GYM_ENVS: dict[str, type[ThrustEnv]] = {
-    cls.core_cls.id: cls for cls in (*_ADAPTERS, MountainCarEnv, MountainCarContinuousEnv, AcrobotEnv)
+    cls.core_cls.id: cls
+    for cls in (*_ADAPTERS, MountainCarEnv, MountainCarContinuousEnv, AcrobotEnv, MinAtarBreakoutEnv, MinAtarSpaceInvadersEnv)
 }
 
 

@@ -165,6 +165,19 @@ def render_cards(state: dict[str, Any], width: int = 400, height: int = 300) -> 
     return frame
 
 
+def render_minatar(state: dict[str, Any], cell: int = 24) -> np.ndarray:
+    """A MinAtar board: each layer's cells in its colour, later layers on top (the core says which and how)."""
+    size = state["size"]
+    frame = _canvas(size * cell, size * cell)
+    for layer in state["layers"]:
+        color = tuple(int(layer["color"][i : i + 2], 16) for i in (1, 3, 5))
+        for r, row in enumerate(layer["board"]):
+            for c, on in enumerate(row):
+                if on:
+                    _rect(frame, c * cell + 1, r * cell + 1, (c + 1) * cell - 1, (r + 1) * cell - 1, color)
+    return frame
+
+
 _RENDERERS = {
     "thrust/Bandit-v0": render_bandit,
     "thrust/CartPole-v0": render_cartpole,
@@ -176,6 +189,8 @@ _RENDERERS = {
     "thrust/MountainCar-v0": render_mountain_car,
     "thrust/MountainCarContinuous-v0": render_mountain_car,
     "thrust/Acrobot-v0": render_acrobot,
+    "thrust/MinAtarBreakout-v0": render_minatar,
+    "thrust/MinAtarSpaceInvaders-v0": render_minatar,
 }
 
 

@@ -420,6 +420,19 @@ _FAMILY_PRESETS: dict[tuple[str, str], Preset] = {
 #: An id per family that the preset tests and benches train.
 FAMILY_EXAMPLES = {"atari": "ALE/Breakout-v5", "minatar": "MinAtar/Breakout-v1"}
 
+# Thrust's MinAtar cores (envs/core/minatar.py): MinAtar's presets, without the pipeline (they observe channels first).
+for _algo in ("ppo", "dqn"):
+    _family = _FAMILY_PRESETS[(_algo, "minatar")]
+    _add(
+        _algo,
+        ("thrust/MinAtarBreakout-v0", "thrust/MinAtarSpaceInvaders-v0"),
+        Preset(
+            _family.timesteps,
+            {key: value for key, value in _family.config.items() if key != "env_wrapper"},
+            _family.source + "; the core observes channels first, so no env_wrapper",
+        ),
+    )
+
 
 def env_family(env_id: str) -> str | None:
     """ "atari" for a game ale-py registers, "minatar" for MinAtar's ids, else None."""

@@ -49,7 +49,15 @@ MIME_TYPES = {
 
 
 #: The bundles committed in the source's export/ (REFERENCE_DIR; `make reference-bundles` rebuilds them).
-REFERENCE_BUNDLES = ("bandit-ppo", "cartpole-ppo", "pendulum-sac", "snake-dqn", "cartpole-novel-recurrent_ppo", "cards-ppo")
+REFERENCE_BUNDLES = (
+    "bandit-ppo",
+    "cartpole-ppo",
+    "pendulum-sac",
+    "snake-dqn",
+    "cartpole-novel-recurrent_ppo",
+    "cards-ppo",
+    "minatar-breakout-dqn",
+)
 
 
 class WebSetupError(RuntimeError):

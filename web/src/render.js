@@ -147,6 +147,22 @@ function cards(ctx, s) {
   });
 }
 
+// A MinAtar board: each layer's cells in its colour, later layers on top (the core's render_state says which).
+function minatar(ctx, s) {
+  const { width: w, height: h } = ctx.canvas;
+  const cell = Math.floor(Math.min(w, h) / s.size);
+  const ox = (w - cell * s.size) / 2;
+  const oy = (h - cell * s.size) / 2;
+  for (const layer of s.layers) {
+    ctx.fillStyle = layer.color;
+    layer.board.forEach((row, r) => {
+      row.forEach((on, c) => {
+        if (on) ctx.fillRect(ox + c * cell + 1, oy + r * cell + 1, cell - 2, cell - 2);
+      });
+    });
+  }
+}
+
 const DRAW = {
   "thrust/CartPole-v0": cartpole,
   "thrust/Pendulum-v0": pendulum,
@@ -158,6 +174,8 @@ const DRAW = {
   "thrust/MountainCar-v0": mountainCar,
   "thrust/MountainCarContinuous-v0": mountainCar,
   "thrust/Acrobot-v0": acrobot,
+  "thrust/MinAtarBreakout-v0": minatar,
+  "thrust/MinAtarSpaceInvaders-v0": minatar,
 };
 
 export function draw(canvas, envId, state) {

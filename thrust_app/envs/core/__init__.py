@@ -14,6 +14,7 @@ from .base import Box, CoreEnv, Discrete, EnvError, EpisodeOverError, InvalidAct
 from .cards import Cards
 from .cartpole import CartPole
 from .hidden_velocity import CartPoleNoVel, PendulumNoVel
+from .minatar import MinAtarBreakout, MinAtarSpaceInvaders
 from .mountain_car import MountainCar, MountainCarContinuous
 from .pendulum import Pendulum
 from .snake import Snake
@@ -32,6 +33,8 @@ CORE_ENVS: dict[str, type[CoreEnv]] = {
         MountainCar,
         MountainCarContinuous,
         Acrobot,
+        MinAtarBreakout,
+        MinAtarSpaceInvaders,
     )
 }
 
@@ -47,6 +50,8 @@ ALIASES: dict[str, str] = {
     "mountaincar": MountainCar.id,
     "mountaincar-continuous": MountainCarContinuous.id,
     "acrobot": Acrobot.id,
+    "minatar-breakout": MinAtarBreakout.id,
+    "minatar-space-invaders": MinAtarSpaceInvaders.id,
 }
 
 
