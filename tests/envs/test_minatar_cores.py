@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from thrust_app.envs import make_env
-from thrust_app.envs.core import make_core
+from thrust_app.envs.core import make_core, playing_core
 from thrust_app.envs.core.minatar import seed_like_numpy
 from thrust_app.envs.pipeline import Pipeline
 
@@ -133,3 +133,15 @@ def test_the_gymnasium_form_is_minatars_env_inside_thrusts_pipeline(game, gym_id
             b, rb, tb, _, _ = theirs.step(action)
             assert (ra, ta) == (float(rb), tb)
             done = ta
+
+
+def test_bundles_of_minatars_own_envs_play_on_the_cores():
+    def manifest(env_id: str, wrapper: str = "none", stack: int = 1) -> dict:
+        return {"env_id": env_id, "observation": {"pipeline": {"env_wrapper": wrapper, "frame_stack": stack}}}
+
+    assert playing_core(manifest("MinAtar/Breakout-v1", "minatar")) == "thrust/MinAtarBreakout-v0"
+    assert playing_core(manifest("MinAtar/SpaceInvaders-v1", "minatar")) == "thrust/MinAtarSpaceInvaders-v0"
+    assert playing_core(manifest("thrust/Snake-v0")) == "thrust/Snake-v0"
+    assert playing_core(manifest("MinAtar/Breakout-v0", "minatar")) is None  # the full action set: no core
+    assert playing_core(manifest("MinAtar/Breakout-v1", "minatar", 4)) is None  # frames stacked: not the core's
+    assert playing_core(manifest("MinAtar/Breakout-v1")) is None  # minatar's H x W x C grids

@@ -72,14 +72,17 @@ COLOURS_ON_CANVAS = """() => {
     [
         ("minatar-breakout", "dqn", {"learning_starts": 200, "buffer_size": 2_000}),
         ("minatar-space-invaders", "ppo", {"n_envs": 2, "n_steps": 128, "batch_size": 64}),
+        # minatar's own env in Thrust's minatar pipeline: played on the core that reproduces it
+        ("MinAtar/SpaceInvaders-v1", "ppo", {"n_envs": 2, "n_steps": 128, "batch_size": 64}),
     ],
 )
 def test_a_minatar_bundle_plays_in_the_player_as_in_python(env, algo, overrides, tmp_path):
     """The MinAtar cores (minatar's games step for step, tests/envs/test_minatar_cores.py) run in the tab, sticky
     actions drawn from the core's own seeded stream: a desktop CNN policy's episode there is Python's, action for
-    action, drawn on the page's canvas."""
+    action, drawn on the page's canvas; a policy trained on minatar's own env (in the minatar pipeline) too."""
     train(algo, env, timesteps=512, seed=1, run_dir=tmp_path / "run", overrides=overrides, progress=False, log=lambda _: None)
     bundle = export_run(tmp_path / "run", tmp_path / "export" / "minatar")
+    assert bundle.env_id.startswith("MinAtar/") == env.startswith("MinAtar/")  # the gymnasium env's bundle names it
     with PlayerServer(port=0, export_dir=tmp_path / "export") as server, player_page(server.url) as page:
         got = page.evaluate("(a) => window.thrustPlayer.runEpisode(a)", {"bundle": "minatar", "seed": 2, "ep": "wasm"})
         drawn = page.evaluate(COLOURS_ON_CANVAS)

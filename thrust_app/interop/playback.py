@@ -14,7 +14,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..envs.core import make_core
+from ..envs.core import make_core, playing_core
 from .bundle import OnnxPolicy, load_bundle
 
 
@@ -29,7 +29,7 @@ class Episode:
 def onnx_episode(bundle_path: str | Path, seed: int, max_steps: int = 100_000) -> Episode:
     bundle = load_bundle(bundle_path)
     policy = OnnxPolicy(bundle)
-    env = make_core(bundle.env_id)
+    env = make_core(playing_core(bundle.manifest) or bundle.env_id)  # the core of a MinAtar id in its pipeline too
     obs = env.reset(seed=seed)
     shape = (1, *bundle.manifest["observation"]["shape"])
     memory = np.zeros((1, policy.state_size), np.float32)  # a recurrent policy's, zeros at the episode's start

@@ -55,6 +55,26 @@ ALIASES: dict[str, str] = {
 }
 
 
+#: gymnasium envs that a core reproduces as Thrust's observation pipeline shows them, (id, env_wrapper) -> the core:
+#: MinAtar's v1 games channels first (tests/envs/test_minatar_cores.py).
+PIPELINE_TWINS: dict[tuple[str, str], str] = {
+    ("MinAtar/Breakout-v1", "minatar"): MinAtarBreakout.id,
+    ("MinAtar/SpaceInvaders-v1", "minatar"): MinAtarSpaceInvaders.id,
+}
+
+
+def playing_core(manifest: dict[str, Any]) -> str | None:
+    """The core a bundle's episodes run on (the player, Python's playback): its env's own core, or the core that
+    reproduces its gymnasium env inside its pipeline; None when none does."""
+    pipeline = manifest.get("observation", {}).get("pipeline") or {}
+    wrapper, stack = pipeline.get("env_wrapper", "none"), pipeline.get("frame_stack", 1)
+    if stack != 1:
+        return None
+    if wrapper == "none" and manifest["env_id"] in CORE_ENVS:
+        return manifest["env_id"]
+    return PIPELINE_TWINS.get((manifest["env_id"], wrapper))
+
+
 class UnknownEnvError(EnvError, ValueError):
     """The name is neither a Thrust env id nor an alias."""
 
@@ -82,6 +102,7 @@ def make_core(name: str, **kwargs: Any) -> CoreEnv:
 __all__ = [
     "ALIASES",
     "CORE_ENVS",
+    "PIPELINE_TWINS",
     "Acrobot",
     "Box",
     "Cards",
@@ -102,6 +123,7 @@ __all__ = [
     "StepResult",
     "UnknownEnvError",
     "make_core",
+    "playing_core",
     "resolve_env_id",
     "valid_names",
 ]

@@ -24,9 +24,13 @@ function deactivate() {
 // The env a bundle plays, checked to be one of Thrust's and to give the observations its model takes.
 async function envFor(bundle) {
   await checkBundle(state.python, bundle.manifest, bundle.model);
-  const { env_id: envId, observation } = bundle.manifest;
-  if (!state.python.cores.CORE_ENVS.has(envId))
-    throw new Error(`the bundle is for ${envId}, which the player cannot run (Thrust's envs only)`);
+  const { env_id: trainedOn, observation } = bundle.manifest;
+  // its env's core, or the core that reproduces its gymnasium env inside its pipeline (MinAtar's games)
+  const manifest = state.python.pyodide.toPy(bundle.manifest);
+  const envId = state.python.cores.playing_core(manifest);
+  manifest.destroy();
+  if (envId === undefined)
+    throw new Error(`the bundle is for ${trainedOn}, which the player cannot run (Thrust's envs only)`);
   const shape = JSON.stringify(observation.shape);
   const env = new PyEnv(state.python, envId);
   if (shape !== JSON.stringify(env.observationShape)) {
