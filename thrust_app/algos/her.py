@@ -113,7 +113,8 @@ class HerReplayBuffer(ReplayBuffer):
 
     def sample(self, batch_size: int, generator: torch.Generator | None = None) -> Batch:
         """A minibatch of finished episodes' transitions, the first her_ratio of it relabelled."""
-        valid = np.flatnonzero(self.ep_length.ravel() > 0)  # row index = slot * N + env
+        filled = min(self.added, self.slots)  # the slots written so far: the rest hold no episode
+        valid = np.flatnonzero(self.ep_length[:filled].ravel() > 0)  # row index = slot * N + env
         if valid.size == 0:
             raise RuntimeError(
                 "HerReplayBuffer: no episode has ended yet, so there is nothing to sample: raise learning_starts "

@@ -84,24 +84,29 @@ class OffPolicyAlgorithm(Algorithm):
 
     def __init__(self, obs_shape, action_space, config: OffPolicyConfig, device, seed, obs_dtype="float32", obs_parts=None):
         super().__init__(obs_shape, action_space, config, device, seed, obs_dtype, obs_parts)
-        continuous = isinstance(action_space, Box)
-        action_shape, action_dtype = (action_space.shape, torch.float32) if continuous else ((), torch.int64)
+        action_shape, action_dtype = self.stored_actions()
         obs_torch_dtype = getattr(torch, obs_dtype)
         #: HER's buffer needs the env's goals: `use_goals` makes it (build_algorithm calls it)
         self.buffer: ReplayBuffer | FrameSharingReplay | HerReplayBuffer | None = None
         if config.uses_her():
-            self._buffer_shape = (action_shape, action_dtype)
-        elif config.shares_frames():
+            return
+        if config.shares_frames():
             self.buffer = FrameSharingReplay(
                 config.buffer_size, obs_shape, action_shape, action_dtype, device, obs_torch_dtype, config.n_envs
             )
         else:
             self.buffer = ReplayBuffer(config.buffer_size, obs_shape, action_shape, action_dtype, device, obs_torch_dtype)
 
+    def stored_actions(self) -> tuple[tuple[int, ...], torch.dtype]:
+        """The shape and dtype of one action in the replay buffer: Box actions as float32, discrete ones as int64."""
+        if isinstance(self.action_space, Box):
+            return tuple(self.action_space.shape), torch.float32
+        return (), torch.int64
+
     def use_goals(self, goals: GoalSpace) -> None:
         """Make the HER buffer (replay_buffer_class=HerReplayBuffer) for the env whose goals `goals` describes."""
         config = self.config
-        action_shape, action_dtype = self._buffer_shape
+        action_shape, action_dtype = self.stored_actions()
         self.buffer = HerReplayBuffer(
             config.buffer_size, self.obs_shape, action_shape, action_dtype, self.device, config.n_envs, goals,
             config.n_sampled_goal, config.goal_selection_strategy,
