@@ -53,6 +53,8 @@ def _cmd_train(args: argparse.Namespace) -> int:
     from .algos import get_algo
     from .api.model import MODELS, Model
 
+    if args.seeds is not None:
+        return _train_seeds(args)
     if args.resume:
         if args.algo or args.env:
             raise UsageError("--resume continues a run as it was configured; give no ALGO or ENV with it")
@@ -92,6 +94,40 @@ def _cmd_train(args: argparse.Namespace) -> int:
         )
         return 3
     return 0
+
+
+def _train_seeds(args: argparse.Namespace) -> int:
+    """`thrust train ALGO ENV --seeds 0-31`: the seeds as one batch in this process (training/seed_batch.py)."""
+    from .training.seed_batch import parse_seeds, train_seeds
+
+    if args.resume or args.run_dir:
+        raise UsageError("--seeds makes a run folder per seed under --runs-root; give no --resume or --run-dir with it")
+    if not (args.algo and args.env):
+        raise UsageError("thrust train --seeds needs ALGO and ENV (e.g. `thrust train ppo CartPole-v1 --seeds 0-31`)")
+    summaries = train_seeds(
+        args.algo,
+        args.env,
+        parse_seeds(args.seeds),
+        timesteps=args.timesteps,
+        device=args.device if args.device != "auto" else "cpu",
+        runs_root=args.runs_root,
+        eval_every=args.eval_every,
+        eval_episodes=args.eval_episodes,
+        stop_at_return=args.stop_at_return,
+        overrides=args.set,
+        torch_threads=args.torch_threads,
+        env_backend=args.env_backend,
+        tensorboard=args.tensorboard,
+        preset=args.preset,
+        progress=not args.quiet,
+    )
+    for summary in summaries:
+        print(f"seed {summary['seed']}: ", end="")
+        _print_summary(summary)
+    folders = " ".join(sorted({str(Path(s["run_dir"]).parent) for s in summaries}))
+    print(f"thrust: compare the seeds with `thrust compare {folders}`")
+    statuses = {summary["status"] for summary in summaries}
+    return 130 if "interrupted" in statuses else 143 if "terminated" in statuses else 3 if "diverged" in statuses else 0
 
 
 def _print_summary(summary: dict) -> None:
@@ -401,6 +437,14 @@ def add_train_command(subcommands: argparse._SubParsersAction) -> None:
         "preset's, numpy except for --preset gpu)",
     )
     train.add_argument("--resume", metavar="RUN_DIR", help="continue a run from its last checkpoint")
+    train.add_argument(
+        "--seeds",
+        metavar="RANGE",
+        help="train these seeds (0-31, 3,5,8) in this process as one batch, their nets stacked (ppo, a2c; a run "
+        "folder per seed under --runs-root)",
+    )
+    train.add_argument("--runs-root", default="runs", help="where --seeds puts its run folders (default: runs)")
+    train.add_argument("--torch-threads", type=int, default=1, help="torch threads (a --seeds batch alone: the cores)")
     train.add_argument("--quiet", action="store_true", help="no progress bar")
     train.add_argument("--tensorboard", action="store_true", help="also log to RUN/tb for `tensorboard --logdir runs`")
     train.set_defaults(func=_cmd_train)

@@ -66,9 +66,9 @@ class FlatParameters(nn.Module):
 
 def clip_grad_norm_(flat: torch.Tensor, max_norm: float) -> None:
     """Scale `flat.grad` in place so that its L2 norm is at most `max_norm` (nn.utils.clip_grad_norm_'s
-    rule, on the one gradient buffer)."""
+    rule, on the one gradient buffer); of a stack of flat buffers (N, P), each row's by its own norm."""
     grad = flat.grad
-    grad.mul_((max_norm / (torch.linalg.vector_norm(grad) + 1e-6)).clamp_(max=1.0))
+    grad.mul_((max_norm / (torch.linalg.vector_norm(grad, dim=-1, keepdim=True) + 1e-6)).clamp_(max=1.0))
 
 
 def flat_optimizer_state(saved: dict, params: list[torch.Tensor]) -> dict:

@@ -24,7 +24,7 @@ import numpy as np
 import torch
 
 from ..algos import build_algorithm
-from ..algos.base import Algorithm, NumpyPolicy
+from ..algos.base import Algorithm, Iteration, NumpyPolicy
 from ..config import ConfigError
 from ..envs.batched import make_batched
 from ..envs.core import Discrete, MultiDiscrete
@@ -172,45 +172,51 @@ class Trainer:
             return self.finish(status)
 
     def train_until_done(self) -> str:
-        """Iterate until the budget is spent ("finished"), an evaluation reaches stop_at_return ("solved"),
-        a stop is asked for ("stopped", or "interrupted" / "terminated" by a signal), or a loss or weight
-        stops being finite ("diverged")."""
-        spec = self.spec
-        log_due = Every(max(1000, spec.timesteps // 200), self.step)
-        eval_due = Every(spec.eval_every, self.step)
-        checkpoint_due = Every(spec.checkpoint_every, self.step)
+        """Iterate until the budget is spent ("finished"), an evaluation reaches stop_at_return ("solved"), a stop is
+        asked for ("stopped"; "interrupted" / "terminated" by a signal), or a loss or weight is not finite ("diverged")."""
+        self.start_schedule()
         try:
-            while self.step < spec.timesteps:
-                if not self.train_one_iteration():
-                    return "diverged"
-                if log_due(self.step) or self.step >= spec.timesteps:
-                    self.logger.write_train(self.step)
-                if eval_due(self.step) and self.evaluate() and spec.stop_at_return is not None:
-                    return "solved"
-                if checkpoint_due(self.step) and not self.save_finite_checkpoint():
-                    return "diverged"
-                if self.on_iteration is not None:
-                    self.on_iteration(self)
-                if self.stop_requested():
-                    return self._stop_status or "stopped"
+            while self.step < self.spec.timesteps:
+                status = self.after_iteration(self.run_iteration())
+                if status is not None:
+                    return status
         except KeyboardInterrupt:
             return "interrupted"
         return "finished"
 
-    def train_one_iteration(self) -> bool:
-        """One iteration; False (and nothing recorded) if it reported a non-finite loss. Weights are checked
-        before each checkpoint (`save_finite_checkpoint`): a non-finite weight makes the next loss
-        non-finite anyway, and the check costs about 1% of a short A2C iteration."""
+    def start_schedule(self) -> None:
+        """When records, evaluations and checkpoints fall due, counted from the step the run is at."""
+        spec, step = self.spec, self.step
+        self.log_due, self.eval_due = Every(max(1000, spec.timesteps // 200), step), Every(spec.eval_every, step)
+        self.checkpoint_due = Every(spec.checkpoint_every, step)
+
+    def run_iteration(self) -> Iteration:
+        """The schedules set from the progress so far, then one iteration of the algorithm, timed as training."""
         self.algo.apply_schedules(max(0.0, 1.0 - self.step / self.spec.timesteps))
         with self.logger.clock.timing(training=True):
-            iteration = self.algo.iteration(self.env, self.env_io, self.obs)
-        if not all(math.isfinite(value) for value in iteration.stats.values()):
+            return self.algo.iteration(self.env, self.env_io, self.obs)
+
+    def after_iteration(self, iteration: Iteration) -> str | None:
+        """Record an iteration and do what falls due (a record, an evaluation, a checkpoint, the caller's hook); the
+        status the run ends with here, or None to go on. A seed batch (seed_batch.py) calls it for each seed."""
+        spec = self.spec
+        if not all(math.isfinite(value) for value in iteration.stats.values()):  # weights: at each checkpoint
             self.diverged_at_step = self.step
-            return False
+            return "diverged"
         self.obs = iteration.obs
         iteration.stats["learning_rate"] = self.algo.learning_rate
         self.logger.add_iteration(iteration)
-        return True
+        if self.log_due(self.step) or self.step >= spec.timesteps:
+            self.logger.write_train(self.step)
+        if self.eval_due(self.step) and self.evaluate() and spec.stop_at_return is not None:
+            return "solved"
+        if self.checkpoint_due(self.step) and not self.save_finite_checkpoint():
+            return "diverged"
+        if self.on_iteration is not None:
+            self.on_iteration(self)
+        if self.stop_requested():
+            return self._stop_status or "stopped"
+        return None
 
     def evaluate(self) -> bool:
         """Evaluate the deterministic policy and record it; True when the mean return reaches stop_at_return
