@@ -4,6 +4,7 @@ lone run of its seed, resumes alone and leaves the batch when it is done; one-li
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 import torch
@@ -12,25 +13,33 @@ from thrust_app.cli import main as thrust_main
 from thrust_app.config import ConfigError
 from thrust_app.runs.files import LAST_CHECKPOINT, STOP_FILE, load_checkpoint
 from thrust_app.training.run_spec import make_spec
-from thrust_app.training.seed_batch import SeedBatch, global_stream, parse_seeds, train_seeds
-from thrust_app.training.trainer import Trainer, resume, train
+from thrust_app.training.seed_batch import SeedBatch, SeedTrainer, global_stream, parse_seeds, train_seeds
+from thrust_app.training.trainer import resume, train
 
 ITERATION = 256  # the zoo's PPO CartPole: 8 envs x 32 steps
 
 
+def last_eval(run_dir: str) -> tuple[list, list]:
+    """The returns and lengths of the run's last evaluation in metrics.jsonl."""
+    records = [json.loads(line) for line in (Path(run_dir) / "metrics.jsonl").read_text().splitlines()]
+    last = [record for record in records if "eval_returns" in record][-1]
+    return last["eval_returns"], last["eval_lengths"]
+
+
 def test_each_seed_is_an_ordinary_run_equal_to_the_lone_run_of_its_seed(tmp_path):
     summaries = train_seeds(
-        "ppo", "CartPole-v1", [0, 1], timesteps=3 * ITERATION, eval_every=2 * ITERATION, runs_root=tmp_path / "batch",
+        "ppo", "CartPole-v1", [0, 1], timesteps=3 * ITERATION, eval_every=3 * ITERATION, runs_root=tmp_path / "batch",
         progress=False, log=lambda line: None,
     )  # fmt: skip
     assert [(s["seed"], s["status"], s["timesteps"]) for s in summaries] == [(0, "finished", 768), (1, "finished", 768)]
-    lone = train("ppo", "CartPole-v1", timesteps=3 * ITERATION, seed=1, eval_every=2 * ITERATION,
+    lone = train("ppo", "CartPole-v1", timesteps=3 * ITERATION, seed=1, eval_every=3 * ITERATION,
                  run_dir=tmp_path / "lone", progress=False, log=lambda line: None)  # fmt: skip
     batched, alone = (load_checkpoint(f"{s['run_dir']}/{LAST_CHECKPOINT}") for s in (summaries[1], lone))
     assert torch.equal(batched["torch_rng"], alone["torch_rng"])  # the seed drew its noise from the lone run's stream
     for name, value in alone["algo"]["net"].items():
         assert torch.allclose(batched["algo"]["net"][name], value, atol=1e-5), name
-    assert summaries[1]["eval_mean"] == lone["eval_mean"]
+    # the batch evaluated its seeds together (one stacked forward per step): the lone run's episodes, return for return
+    assert last_eval(summaries[1]["run_dir"]) == last_eval(lone["run_dir"])
     config = json.loads((tmp_path / "batch" / summaries[1]["run_dir"].split("/")[-1] / "config.json").read_text())
     assert config["seed"] == 1 and config["algo"] == "ppo"
     resumed = resume(summaries[0]["run_dir"], timesteps=4 * ITERATION, progress=False, log=lambda line: None)
@@ -42,7 +51,7 @@ def test_a_seed_that_stops_leaves_the_batch_and_the_others_train_on(tmp_path):
     for seed in (0, 1, 2):
         spec = make_spec("a2c", "CartPole-v1", 400, seed, "cpu", 10_000, 2, None, None, None, 1, None, False, "default")
         (tmp_path / f"s{seed}").mkdir()
-        trainers.append(Trainer(spec, tmp_path / f"s{seed}", torch.device("cpu"), progress=False))
+        trainers.append(SeedTrainer(spec, tmp_path / f"s{seed}", torch.device("cpu"), progress=False))
         streams.append(global_stream())
     (tmp_path / "s1" / STOP_FILE).write_text("")
     summaries = SeedBatch(trainers, streams, progress=False).run()

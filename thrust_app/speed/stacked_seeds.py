@@ -276,6 +276,28 @@ class StackedOnPolicy:
         return logs.detach()
 
 
+class StackedGreedy:
+    """The deterministic policies of some of a batch's seeds (their rows in the batch) as one `evaluate` policy
+    over all their episodes: rows k * episodes .. (k + 1) * episodes - 1 are the k-th seed's, acted on with its
+    weights, every seed's rows in one stacked forward per step (`evaluate` passes the rows still playing)."""
+
+    takes_rows = True
+
+    def __init__(self, batch: StackedOnPolicy, episodes: int, seeds: list[int]) -> None:
+        self.towers, self.seeds, self.episodes = batch.towers, len(seeds), episodes
+        index = torch.tensor(seeds)
+        self.params = {name: leaf.detach().index_select(0, index) for name, leaf in batch.params.items()}
+        self.obs = np.zeros((self.seeds * episodes, *batch.algos[0].obs_shape), np.float32)
+
+    @torch.no_grad()
+    def __call__(self, obs: np.ndarray, rows: list[int]) -> np.ndarray:
+        self.obs[rows] = obs  # the finished episodes' rows keep their last observation: computed, not used
+        head_out, _ = self.towers.heads(self.params, torch.from_numpy(self.obs).view(self.seeds, self.episodes, -1))
+        greedy = self.towers.net.greedy(head_out)  # argmax (discrete) or the mean clipped to the bounds (Box)
+        actions = greedy[1] if isinstance(greedy, tuple) else greedy
+        return actions.flatten(0, 1)[rows].numpy()
+
+
 def ppo_minibatch_loss(log_prob, entropy, value, old_log_prob, old_value, advantages, returns, clip_range, config):
     """`ppo_loss` with the minibatch's samples as arguments (what vmap maps over)."""
     return ppo_loss(log_prob, entropy, value, Minibatch(old_log_prob, old_value, advantages, returns), clip_range, config)

@@ -10,7 +10,7 @@ state), each episode's memory starting at zero.
 from __future__ import annotations
 
 import statistics
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -53,25 +53,29 @@ def evaluate(
     act: Callable[[np.ndarray], np.ndarray],
     env_id: str,
     episodes: int = 10,
-    seed: int = 0,
+    seed: int | Sequence[int] = 0,
     env_kwargs: dict | None = None,
     pipeline: Pipeline | None = None,
 ) -> EvalResult:
     """Run `episodes` episodes side by side, one env each, stepping all unfinished ones per policy call. The
     envs are made inside the run's observation `pipeline`, without its training-only steps: returns are
-    the game's. An env without a time limit of its own has its episodes cut at UNLIMITED_EPISODE_CAP steps."""
+    the game's. An env without a time limit of its own has its episodes cut at UNLIMITED_EPISODE_CAP steps.
+    `seed`: episode i's is seed + i, or the i-th of a sequence of seeds. A policy that says `takes_rows` is
+    called as act(obs, rows=live), `live` the episodes (rows) the observations are of (a seed batch's
+    policy evaluates each seed's episodes with that seed's weights)."""
     if episodes < 1:
         raise ValueError(f"episodes must be >= 1, got {episodes}")
     envs = [make_env(env_id, pipeline, **(env_kwargs or {})) for _ in range(episodes)]
     spec = envs[0].spec
     cap = UNLIMITED_EPISODE_CAP if spec is None or spec.max_episode_steps is None else None
-    resets = [env.reset(seed=seed + i) for i, env in enumerate(envs)]
+    seeds = [seed + i for i in range(episodes)] if isinstance(seed, int) else list(seed)
+    resets = [env.reset(seed=episode_seed) for episode_seed, env in zip(seeds, envs, strict=True)]
     obs = [o for o, _ in resets]
     method = has_mask_method(envs[0])  # asked once: the lookup walks the wrappers
     masks = [env_action_mask(env, info, method) for env, (_, info) in zip(envs, resets, strict=True)]
     returns, lengths = [0.0] * episodes, [0] * episodes
     successes: list[bool | None] = [None] * episodes
-    state_size = getattr(act, "state_size", 0)
+    state_size, takes_rows = getattr(act, "state_size", 0), getattr(act, "takes_rows", False)
     memory = np.zeros((episodes, state_size), np.float32)  # each episode's, for a policy with memory
     live = list(range(episodes))
     while live:
@@ -82,7 +86,7 @@ def evaluate(
         if state_size:
             actions, memory[live] = act(batch, allowed, memory[live])
         else:
-            actions = act(batch) if allowed is None else act(batch, allowed)
+            actions = act(batch, rows=live) if takes_rows else act(batch) if allowed is None else act(batch, allowed)
         actions = np.asarray(actions)
         still = []
         for i, action in zip(live, actions, strict=True):

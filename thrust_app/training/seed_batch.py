@@ -21,11 +21,13 @@ import torch
 
 from ..algos import build_algorithm
 from ..config import ConfigError
+from ..envs.pipeline import Pipeline
 from ..runs.lock import RunLock
-from ..speed.stacked_seeds import StackedOnPolicy, unbatchable_reason
+from ..speed.stacked_seeds import StackedGreedy, StackedOnPolicy, unbatchable_reason
 from .device import resolve_device
+from .evaluation import EvalResult, evaluate
 from .run_spec import RunSpec, make_spec
-from .trainer import Trainer, claim_run_dir, make_training_env, stop_on_signals, write_config
+from .trainer import EVAL_SEED_OFFSET, Trainer, claim_run_dir, make_training_env, stop_on_signals, write_config
 
 #: Most seeds one `--seeds` range may name (each seed keeps its envs, buffers and a run folder).
 MAX_SEEDS = 4096
@@ -79,10 +81,23 @@ def global_stream() -> torch.Generator:
     return stream
 
 
+class SeedTrainer(Trainer):
+    """A seed of a batch: its evaluation may come from the batch's evaluation of all seeds together."""
+
+    #: An evaluation of this seed's policy at this step, made by the batch; None: evaluate alone.
+    evaluated: EvalResult | None = None
+
+    def evaluate(self) -> bool:
+        if self.evaluated is None:
+            return super().evaluate()
+        result, self.evaluated = self.evaluated, None
+        return self.record_eval(result)
+
+
 class SeedBatch:
     """The Trainers of one run's seeds, iterated together (`run`)."""
 
-    def __init__(self, trainers: list[Trainer], streams: list[torch.Generator], progress: bool = True) -> None:
+    def __init__(self, trainers: list[SeedTrainer], streams: list[torch.Generator], progress: bool = True) -> None:
         self.trainers, self.streams = trainers, dict(zip(map(id, trainers), streams, strict=True))
         self.active = list(trainers)
         self.summaries: dict[int, dict[str, Any]] = {}
@@ -115,6 +130,7 @@ class SeedBatch:
             for trainer in self.active:
                 timing.enter_context(trainer.logger.clock.timing(training=True))
             iterations = self.batch.iteration([t.env for t in self.active], [t.obs for t in self.active])
+        self.evaluate_together([t for t in self.active if t.step >= t.eval_due.next_step])  # due after this iteration
         done = []
         for trainer, iteration in zip(list(self.active), iterations, strict=True):
             with as_global_stream(self.streams[id(trainer)]):
@@ -123,11 +139,31 @@ class SeedBatch:
                 status = "finished"
             if status is not None:
                 done.append((trainer, status))
+        closing = [t for t, status in done if status in ("finished", "solved") and t.logger.last_eval_step != t.step]
+        self.evaluate_together(closing)  # the closing evaluation `finish` makes
         for trainer, status in done:
             self.finish(trainer, status)
         if done and self.active:
             self.batch = self.stack()
         return sum(iteration.steps for iteration in iterations)
+
+    def evaluate_together(self, trainers: list[SeedTrainer]) -> None:
+        """Evaluate these seeds at once: each seed's episodes (on its own evaluation seeds) side by side, one stacked
+        forward per step for all (StackedGreedy); each seed records its share when it next evaluates. A normalised
+        run's seeds evaluate alone (each behind its own statistics), as does a seed alone."""
+        if len(trainers) < 2 or trainers[0].algo.config.normalize:
+            return
+        spec = trainers[0].spec
+        seeds = [t.spec.seed + EVAL_SEED_OFFSET + i for t in trainers for i in range(spec.eval_episodes)]
+        with ExitStack() as timing:
+            for trainer in trainers:
+                timing.enter_context(trainer.logger.clock.timing(training=False))
+            policy = StackedGreedy(self.batch, spec.eval_episodes, [self.active.index(t) for t in trainers])
+            result = evaluate(policy, spec.env, len(seeds), seeds, None, Pipeline.of(spec.config))
+        for k, trainer in enumerate(trainers):
+            share = slice(k * spec.eval_episodes, (k + 1) * spec.eval_episodes)
+            successes = None if result.successes is None else result.successes[share]
+            trainer.evaluated = EvalResult(result.returns[share], result.lengths[share], successes)
 
     def finish(self, trainer: Trainer, status: str) -> None:
         with as_global_stream(self.streams[id(trainer)]):
@@ -188,7 +224,7 @@ def train_seeds(
         for spec in specs:
             run_dir = claim_run_dir(spec, None, runs_root)
             locks.enter_context(RunLock(run_dir))
-            trainers.append(Trainer(spec, run_dir, torch_device, progress=False))
+            trainers.append(SeedTrainer(spec, run_dir, torch_device, progress=False))
             streams.append(global_stream())  # right after the seed's Trainer seeded torch: the lone run's stream
             write_config(run_dir, spec)
         first = specs[0]

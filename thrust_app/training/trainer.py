@@ -50,7 +50,7 @@ from ..speed.switches import apply_speed
 from ..version import __version__
 from .checkpointer import Checkpointer
 from .device import resolve_device
-from .evaluation import evaluate
+from .evaluation import EvalResult, evaluate
 from .normalization import evaluated_policy, normalized, on_raw_observations
 from .run_logger import RecordListener, RunLogger
 from .run_spec import RunSpec, load_spec, make_spec, solve_threshold, with_overrides
@@ -226,6 +226,10 @@ class Trainer:
             act = NumpyPolicy(policy) if self.device.type == "cpu" else host_policy(policy)
             seed = self.spec.seed + EVAL_SEED_OFFSET
             result = evaluate(act, self.spec.env, self.spec.eval_episodes, seed, None, Pipeline.of(self.algo.config))
+        return self.record_eval(result)
+
+    def record_eval(self, result: EvalResult) -> bool:
+        """Record an evaluation; True when its mean return reaches stop_at_return (or the solve threshold)."""
         self.logger.write_eval(result, self.step)
         return self.logger.threshold is not None and result.mean >= self.logger.threshold
 
