@@ -79,6 +79,12 @@ def measure(seeds: int, args: argparse.Namespace) -> dict:
     return row
 
 
+def with_ci(final: dict) -> str:
+    """An IQM and its interval (none from one seed)."""
+    interval = "" if final["low"] != final["low"] else f" [{final['low']:.1f}, {final['high']:.1f}]"  # NaN: one seed
+    return f"{final['iqm']:.1f}{interval}"
+
+
 def table(rows: list[dict]) -> list[str]:
     lines = [
         "| seeds | batched: env-steps/s | sweep of lone runs: env-steps/s | ratio | final eval IQM [95% CI], batched | lone |",
@@ -86,10 +92,9 @@ def table(rows: list[dict]) -> list[str]:
     ]
     for row in rows:
         b, s = row["batched"], row["lone"]
-        ci = lambda f: f"{f['iqm']:.1f} [{f['low']:.1f}, {f['high']:.1f}]"  # noqa: E731
         lines.append(
             f"| {row['seeds']} | {b['steps_per_s']:,.0f} | {s['steps_per_s']:,.0f} | **{row['ratio']:.2f}** | "
-            f"{ci(b['final_iqm'])} | {ci(s['final_iqm'])} |"
+            f"{with_ci(b['final_iqm'])} | {with_ci(s['final_iqm'])} |"
         )
     return lines
 
