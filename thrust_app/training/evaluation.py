@@ -57,24 +57,20 @@ def evaluate(
     env_kwargs: dict | None = None,
     pipeline: Pipeline | None = None,
 ) -> EvalResult:
-    """Run `episodes` episodes side by side, one env each, stepping all unfinished ones per policy call. The
-    envs are made inside the run's observation `pipeline`, without its training-only steps: returns are
-    the game's. An env without a time limit of its own has its episodes cut at UNLIMITED_EPISODE_CAP steps.
-    `seed`: episode i's is seed + i, or the i-th of a sequence of seeds. A policy that says `takes_rows` is
-    called as act(obs, rows=live), `live` the episodes (rows) the observations are of (a seed batch's
-    policy evaluates each seed's episodes with that seed's weights)."""
+    """Run `episodes` episodes side by side, one env each (episode i seeded seed + i, or seed[i]), stepping the
+    unfinished ones per policy call, in the run's `pipeline` without its training-only steps (returns are the
+    game's); episodes of an env without a time limit end at UNLIMITED_EPISODE_CAP steps. A policy with
+    `takes_rows` is called as act(obs, rows=live), the episodes the rows are of (a seed batch's, per seed)."""
     if episodes < 1:
         raise ValueError(f"episodes must be >= 1, got {episodes}")
     envs = [make_env(env_id, pipeline, **(env_kwargs or {})) for _ in range(episodes)]
-    spec = envs[0].spec
-    cap = UNLIMITED_EPISODE_CAP if spec is None or spec.max_episode_steps is None else None
-    seeds = [seed + i for i in range(episodes)] if isinstance(seed, int) else list(seed)
-    resets = [env.reset(seed=episode_seed) for episode_seed, env in zip(seeds, envs, strict=True)]
+    cap = UNLIMITED_EPISODE_CAP if envs[0].spec is None or envs[0].spec.max_episode_steps is None else None
+    seeds = range(seed, seed + episodes) if isinstance(seed, int) else seed
+    resets = [env.reset(seed=int(s)) for s, env in zip(seeds, envs, strict=True)]
     obs = [o for o, _ in resets]
     method = has_mask_method(envs[0])  # asked once: the lookup walks the wrappers
     masks = [env_action_mask(env, info, method) for env, (_, info) in zip(envs, resets, strict=True)]
-    returns, lengths = [0.0] * episodes, [0] * episodes
-    successes: list[bool | None] = [None] * episodes
+    returns, lengths, successes = [0.0] * episodes, [0] * episodes, [None] * episodes
     state_size, takes_rows = getattr(act, "state_size", 0), getattr(act, "takes_rows", False)
     memory = np.zeros((episodes, state_size), np.float32)  # each episode's, for a policy with memory
     live = list(range(episodes))
