@@ -79,6 +79,7 @@ def test_seed_ranges_parse_and_bad_ones_are_refused_in_one_line():
         ("dqn", "CartPole-v1", None, "dqn has no batched form"),
         ("ppo", "Pendulum-v1", None, "without gSDE"),
         ("ppo", "CartPole-v1", ["target_kl=0.01"], "target_kl"),
+        ("a2c", "CartPole-v1", ["vf_hidden=[32]"], "one shape"),
     ],
 )
 def test_runs_the_batch_cannot_serve_are_refused_before_any_folder_is_made(algo, env, overrides, says, tmp_path):

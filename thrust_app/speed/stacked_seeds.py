@@ -4,9 +4,10 @@ their rollouts collected together and their updates computed at once.
 Each seed keeps everything of its own: weights and optimizer state (a row of the stacked tensors; Adam and
 RMSprop act element by element, so one optimizer over the rows steps each row as the seed's own optimizer
 would), envs, minibatch order (its algorithm's generator) and sampling noise (a generator holding the stream
-a lone run of that seed draws from torch's global one). What is shared is the work: every forward, loss
-and gradient is `torch.func.vmap` over the reference's own functions (the net's `features`, heads and
-`evaluate_actions`, the algorithm's loss), so a product of N small nets is one batched matmul.
+a lone run of that seed draws from torch's global one). What is shared is the work: every layer of the N
+actor-critics is one batched matmul over the rows (StackedTowers), the algorithm's own loss (`ppo_loss`,
+`a2c_loss`) is mapped over the seeds by `torch.func.vmap`, and one backward pass of the seeds' summed
+losses gives every row its own gradient.
 
 A seed of a batch follows the trajectory of a lone run of that seed (`thrust train` with `acting="numpy"`,
 whose noise is drawn per rollout as here) up to float reassociation: tests/speed/test_stacked_seeds.py.
@@ -32,17 +33,17 @@ from ..algos.rollout import compute_gae
 from ..envs.core import Box, Discrete
 from ..envs.vec import VecEnv, episode_ended
 from ..nets.flat_params import clip_grad_norm_, padded_sizes
-from ..nets.policies import ActorCritic, is_image
+from ..nets.policies import ActorCritic, TwinTowers, is_image
 
 
 def unbatchable_reason(algo: Algorithm, env: VecEnv) -> str | None:
     """Why the seeds of this run cannot train as one batch, or None when they can."""
-    if not isinstance(algo, PPO | A2C) or type(algo) not in (PPO, A2C):
+    if type(algo) not in (PPO, A2C):
         return f"{algo.name} has no batched form; batched seeds train ppo and a2c"
     if algo.device.type != "cpu" or env.backend.name != "numpy":
         return "batched seeds step numpy envs on the CPU (--device cpu, env_backend numpy)"
-    if is_image(algo.obs_shape) or algo.obs_parts:
-        return "batched seeds need vector observations (an MLP policy); images train one seed per process"
+    if is_image(algo.obs_shape) or algo.obs_parts or not isinstance(getattr(algo.net, "towers", None), TwinTowers):
+        return "batched seeds need vector observations and policy and value MLPs of one shape (no vf_hidden)"
     if not isinstance(algo.action_space, Discrete | Box) or algo.config.use_sde:
         return "batched seeds need Discrete or Box actions without gSDE"
     if env.action_masks() is not None:
