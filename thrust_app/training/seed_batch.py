@@ -192,31 +192,22 @@ def train_seeds(
     env: str,
     seeds: Iterable[int],
     *,
-    timesteps: int | None = None,
     device: str = "cpu",
-    runs_root: str | Path = "runs",
-    eval_every: int | None = None,
-    eval_episodes: int = 10,
-    stop_at_return: float | None = None,
-    overrides: dict[str, Any] | list[str] | None = None,
-    checkpoint_every: int | None = None,
     torch_threads: int = 1,
-    env_backend: str | None = None,
-    tensorboard: bool = False,
-    preset: str = "default",
+    runs_root: str | Path = "runs",
     progress: bool = True,
     log: Callable[[str], None] = print,
+    **settings: Any,
 ) -> list[dict[str, Any]]:
     """Train `algo` on `env` once per seed, all seeds in this process as one batch, each in a new run folder
-    under `runs_root`; returns the summaries in the seeds' order."""
+    under `runs_root`; returns the summaries in the seeds' order. `settings`: the run's other choices, as
+    `train` and `make_spec` name them (timesteps, eval_every, eval_episodes, stop_at_return, overrides,
+    checkpoint_every, env_backend, tensorboard, preset)."""
     seeds = list(seeds)
     if not seeds:
         raise ConfigError("no seeds to train; give at least one (--seeds 0-7)")
-    specs = [
-        make_spec(algo, env, timesteps, seed, device, eval_every, eval_episodes, stop_at_return, overrides,
-                  checkpoint_every, torch_threads, env_backend, tensorboard, preset)
-        for seed in seeds
-    ]  # fmt: skip
+    choices = {"device": device, "torch_threads": torch_threads, **settings}
+    specs = [make_spec(algo, env, seed=seed, **choices) for seed in seeds]
     torch_device = resolve_device(device, torch_threads)
     check_batchable(specs[0], torch_device)
     with ExitStack() as locks:
