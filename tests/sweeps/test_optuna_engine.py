@@ -14,14 +14,17 @@ import time
 from pathlib import Path
 
 import pytest
+import torch
 
 from thrust_app.config import ConfigError
 from thrust_app.runs.compare import compare
+from thrust_app.runs.files import load_checkpoint
 from thrust_app.runs.lock import is_locked
 from thrust_app.runs.staging import process_alive
 from thrust_app.sweeps.launch import sweep
 from thrust_app.sweeps.spec import SweepSpec
 from thrust_app.sweeps.trials import best_trial, trial_states
+from thrust_app.training.trainer import train
 
 SMALL = """
 name: {name}
@@ -79,6 +82,12 @@ def sweep_file(tmp_path: Path, name: str = "small", timesteps: int = 1024) -> Pa
             "each trial is one seed",
         ),
         ("name: x\nalgo: ppo\nenv: bandit\ntimesteps: 1000\nsearch: {}\nengine: slurm\n", "engine must be one of"),
+        ("name: x\nalgo: ppo\nenv: bandit\ntimesteps: 1000\nsearch: {}\nbatch_seeds: 1\n", "batch_seeds must be true or"),
+        (
+            "name: x\nalgo: ppo\nenv: bandit\ntimesteps: 1000\nsearch: {}\nbatch_seeds: true\npruner: median\n",
+            "batch_seeds trains a trial's seeds together in one worker: ppo or a2c, the optuna engine, pruner none",
+        ),
+        ("name: x\nalgo: dqn\nenv: bandit\ntimesteps: 1000\nsearch: {}\nbatch_seeds: true\n", "ppo or a2c"),
     ],
 )
 def test_a_bad_sweep_file_is_one_line_before_anything_runs(text, message, tmp_path):
@@ -106,6 +115,30 @@ def test_a_sweep_runs_its_trials_over_seeds_in_ordinary_run_folders(tmp_path):
     assert any(row.runs == 2 for row in table)  # the two seeds of a trial form one group
     best = best_trial(folder)
     assert best is not None and 0.0 <= best["score"] <= 1.0
+
+
+def test_batch_seeds_trains_each_trials_seeds_as_one_batch_in_ordinary_run_folders(tmp_path):
+    path = tmp_path / "batched.yaml"
+    path.write_text(
+        "name: batched\nalgo: ppo\nenv: bandit\ntimesteps: 512\nbase: {n_steps: 16}\nseeds: 3\ntrials: 2\n"
+        "sampler: grid\nsearch: {learning_rate: {type: choice, values: [0.001, 0.003]}}\nbatch_seeds: true\n"
+        "workers: 1\neval_every: 256\neval_episodes: 5\n"
+    )
+    folder = sweep(path, runs_root=tmp_path / "runs", log=lambda _: None)
+    assert trial_states(folder) == {"complete": 2}
+    summaries = [json.loads(p.read_text()) for p in sorted(folder.glob("trial-*-s*/summary.json"))]
+    assert [(s["seed"], s["status"], s["timesteps"]) for s in summaries] == [(k, "finished", 512) for k in (0, 1, 2)] * 2
+    rates = {json.loads((p / "trial.json").read_text())["params"]["learning_rate"] for p in folder.glob("trial-*-s*")}
+    assert rates == {0.001, 0.003}
+    table, _, _ = compare([folder], reps=200)
+    assert sorted(row.runs for row in table) == [3, 3]  # each trial's seeds form one group, as without batching
+    # a seed trained in the batch equals its lone run: the first trial's seed 2 against `thrust train` of it
+    first = json.loads((folder / "trial-0000-s2" / "config.json").read_text())
+    lone = train("ppo", "bandit", timesteps=512, seed=2, eval_every=256, eval_episodes=5, run_dir=tmp_path / "lone",
+                 overrides=first["config"], progress=False, log=lambda _: None)  # fmt: skip
+    runs = (summaries[2]["run_dir"], lone["run_dir"])
+    batched, alone = (load_checkpoint(Path(run) / "last.pt")["algo"]["net"] for run in runs)
+    assert all(torch.allclose(batched[name], value, atol=1e-5) for name, value in alone.items())
 
 
 def test_a_killed_sweep_continues_and_keeps_its_finished_trials(tmp_path):
@@ -286,8 +319,6 @@ def comparable_records(run: Path) -> list[dict]:
 def test_a_sweep_killed_at_random_points_resumes_to_the_records_of_one_never_killed(tmp_path, seed):
     """SIGKILL a worker, then the driver, at random points; `--resume` then completes every trial, and each
     trial's run has the records (timing fields aside) of the same settings trained without interruption."""
-    from thrust_app.training.trainer import train
-
     rng = random.Random(seed)
     killed_file = tmp_path / "killed.yaml"
     killed_file.write_text(GRID.format(name="killed"))

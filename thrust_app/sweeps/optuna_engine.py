@@ -22,7 +22,7 @@ from ..config import ConfigError
 from ..runs.lock import is_locked
 from ..runs.staging import process_alive
 from .spec import JOURNAL_FILE, METRICS, SweepSpec, load_sweep
-from .trial_runs import on_new_evaluation, run_folder, run_seed, score, score_so_far
+from .trial_runs import on_new_evaluation, run_folder, run_seed, run_seeds_together, score, score_so_far
 
 if TYPE_CHECKING:
     from ..training.trainer import IterationHook, Trainer
@@ -92,6 +92,9 @@ def objective(trial: Any, folder: Path, spec: SweepSpec, interrupted: list[bool]
     params = {name: suggest(trial, name, space) for name, space in spec.search.items()}
     number = trial.user_attrs.get("continues", trial.number)  # a resumed trial keeps its folders
     try:
+        if spec.batch_seeds:  # the seeds as one batch here, on the cores the seed processes would have had
+            summaries = run_seeds_together(folder, spec, number, params, max(spec.cpus_per_trial, seed_processes))
+            return statistics.fmean(seed_score(trial, number, summary, spec, interrupted) for summary in summaries)
         if seed_processes > 1:
             return statistics.fmean(
                 seed_score(trial, number, summary, spec, interrupted)

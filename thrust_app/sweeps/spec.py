@@ -57,6 +57,9 @@ class SweepSpec:
     base: dict[str, Any] = dataclasses.field(default_factory=dict)
     seeds: int = 1
     seed: int = 0
+    #: Train each trial's seeds in its worker as one batch, their nets stacked (`thrust train --seeds`; PPO and
+    #: A2C, Optuna engine, no pruner).
+    batch_seeds: bool = False
     trials: int = 8
     metric: str = "eval_mean"
     sampler: str = "tpe"
@@ -130,6 +133,11 @@ class SweepSpec:
             raise ConfigError("pruner: pbt needs the Ray engine: add `engine: ray` or run `thrust sweep --engine ray`")
         if self.pruner == "pbt" and (self.seeds != 1 or self.sampler == "grid"):
             raise ConfigError("PBT copies weights between trials, so each trial is one seed (seeds: 1), sampled (not grid)")
+        if self.batch_seeds and (self.engine != "optuna" or self.pruner != "none" or self.algo not in ("ppo", "a2c")):
+            raise ConfigError(
+                "batch_seeds trains a trial's seeds together in one worker: ppo or a2c, the optuna engine, pruner none "
+                "(a pruner decides on a trial's first seed alone)"
+            )
         for name, space in self.search.items():
             _check_space(name, space)
         if self.sampler == "grid" and any(space["type"] != "choice" for space in self.search.values()):
@@ -179,7 +187,7 @@ SAFE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
 
 def check_types(spec: SweepSpec) -> None:
     """Each key of the sweep file holds the kind of value its field declares, or one ConfigError naming it."""
-    names = {int: "a whole number", float: "a number", str: "text", dict: "a mapping"}
+    names = {int: "a whole number", float: "a number", str: "text", dict: "a mapping", bool: "true or false"}
     hints = typing.get_type_hints(SweepSpec)
     for field in dataclasses.fields(spec):
         value, hint = getattr(spec, field.name), hints[field.name]
@@ -189,7 +197,7 @@ def check_types(spec: SweepSpec) -> None:
         if value is None and optional:
             continue
         accepted = (int, float) if kind is float else (kind,)
-        if isinstance(value, bool) or not isinstance(value, accepted):
+        if isinstance(value, bool) is not (kind is bool) or not isinstance(value, accepted):
             raise ConfigError(f"{field.name} must be {names[kind]}, got {value!r}")
 
 

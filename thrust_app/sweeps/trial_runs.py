@@ -61,10 +61,36 @@ def run_seed(
             overrides={**spec.base, **params},
             **quiet,
         )
+    record_trial(run_dir, spec, number, params)
+    return summary
+
+
+def record_trial(run_dir: Path, spec: SweepSpec, number: int, params: dict[str, Any]) -> None:
+    """trial.json beside a run: the sweep and trial it belongs to, and the trial's settings."""
     record = read_json(run_dir / TRIAL_FILE) if (run_dir / TRIAL_FILE).exists() else {}
     record.update(sweep=spec.name, trial=number, engine=spec.engine, params=params)
     atomic_write_json(run_dir / TRIAL_FILE, record)
-    return summary
+
+
+def run_seeds_together(folder: Path, spec: SweepSpec, number: int, params: dict[str, Any], threads: int) -> list[dict]:
+    """Every seed's summary of a trial with `batch_seeds`: the seeds not started yet train in this process as one
+    batch on `threads` torch threads (training/seed_batch.py); those a killed sweep left started (finished, or to
+    continue from their checkpoint) go through `run_seed`, one after another."""
+    from ..training.seed_batch import train_seeds
+
+    fresh = [i for i in range(spec.seeds) if not (run_folder(folder, spec, number, i) / CONFIG_FILE).exists()]
+    summaries = {i: run_seed(folder, spec, number, i, params, None) for i in range(spec.seeds) if i not in fresh}
+    if fresh:
+        run_dirs = [run_folder(folder, spec, number, i) for i in fresh]
+        batch = train_seeds(
+            spec.algo, spec.env, [spec.seed + i for i in fresh], run_dirs=run_dirs, torch_threads=threads,
+            timesteps=spec.timesteps, eval_every=spec.eval_every, eval_episodes=spec.eval_episodes,
+            overrides={**spec.base, **params}, progress=False, log=lambda _: None,
+        )  # fmt: skip
+        for index, run_dir, summary in zip(fresh, run_dirs, batch, strict=True):
+            record_trial(run_dir, spec, number, params)
+            summaries[index] = summary
+    return [summaries[i] for i in range(spec.seeds)]
 
 
 def score(summary: dict[str, Any], spec: SweepSpec) -> float:

@@ -12,7 +12,7 @@ evaluations and checkpoints (`Trainer.after_iteration`).
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import Any
@@ -195,14 +195,15 @@ def train_seeds(
     device: str = "cpu",
     torch_threads: int = 1,
     runs_root: str | Path = "runs",
+    run_dirs: Sequence[str | Path] | None = None,
     progress: bool = True,
     log: Callable[[str], None] = print,
     **settings: Any,
 ) -> list[dict[str, Any]]:
-    """Train `algo` on `env` once per seed, all seeds in this process as one batch, each in a new run folder
-    under `runs_root`; returns the summaries in the seeds' order. `settings`: the run's other choices, as
-    `train` and `make_spec` name them (timesteps, eval_every, eval_episodes, stop_at_return, overrides,
-    checkpoint_every, env_backend, tensorboard, preset)."""
+    """Train `algo` on `env` once per seed, all seeds in this process as one batch, each in a new run folder under
+    `runs_root` (or in `run_dirs`, one per seed); the summaries, in the seeds' order. `settings`: the run's other
+    choices as `train` and `make_spec` name them (timesteps, eval_every, eval_episodes, stop_at_return,
+    overrides, checkpoint_every, env_backend, tensorboard, preset)."""
     seeds = list(seeds)
     if not seeds:
         raise ConfigError("no seeds to train; give at least one (--seeds 0-7)")
@@ -212,8 +213,8 @@ def train_seeds(
     check_batchable(specs[0], torch_device)
     with ExitStack() as locks:
         trainers, streams = [], []
-        for spec in specs:
-            run_dir = claim_run_dir(spec, None, runs_root)
+        for spec, asked in zip(specs, run_dirs or [None] * len(specs), strict=True):
+            run_dir = claim_run_dir(spec, asked, runs_root)
             locks.enter_context(RunLock(run_dir))
             trainers.append(SeedTrainer(spec, run_dir, torch_device, progress=False))
             streams.append(global_stream())  # right after the seed's Trainer seeded torch: the lone run's stream
