@@ -3,6 +3,7 @@ Resume, and the Sweeps tab showing them; bad sweep files are refused in one line
 
 from __future__ import annotations
 
+import json
 import time
 from pathlib import Path
 
@@ -56,12 +57,15 @@ def test_a_search_runs_to_the_end_and_is_read_back(root):
     assert not info.running
 
 
-def test_n_seeds_of_one_config_is_one_trial_over_the_seeds(root):
-    text = sweeps.seeds_yaml("ppo", "bandit", 1024, 3, {"n_steps": 32}, "bandit-seeds")
+@pytest.mark.parametrize("batch", [False, True], ids=["processes", "one-batch"])
+def test_n_seeds_of_one_config_is_one_trial_over_the_seeds(root, batch):
+    text = sweeps.seeds_yaml("ppo", "bandit", 1024, 3, {"n_steps": 32}, f"bandit-seeds-{batch}", batch)
+    assert ("batch_seeds: true" in text) is batch
     folder = sweeps.start_sweep(text, workers=1, root=root)
     wait_until(lambda: not sweeps.is_running(folder), 120)
     (trial,) = sweeps.read_sweep(folder).trials
     assert trial.state == "complete" and [run.name[-2:] for run in trial.runs] == ["s0", "s1", "s2"]
+    assert all(json.loads((run / "summary.json").read_text())["status"] == "finished" for run in trial.runs)
 
 
 @pytest.mark.parametrize(

@@ -158,10 +158,13 @@ def start_sweep(text: str, workers: int | None = None, root: Path | None = None)
     return folder
 
 
-def seeds_yaml(algo: str, env: str, timesteps: int, seeds: int, overrides: dict[str, Any], name: str) -> str:
-    """The sweep file of "N seeds of this config": one trial, no search, `seeds` runs."""
+def seeds_yaml(
+    algo: str, env: str, timesteps: int, seeds: int, overrides: dict[str, Any], name: str, batch: bool = False
+) -> str:
+    """The sweep file of "N seeds of this config": one trial, no search, `seeds` runs (`batch`: as one batch in one
+    process, `batch_seeds: true`)."""
     document = {"name": name, "algo": algo, "env": env, "timesteps": timesteps, "seeds": seeds, "trials": 1}
-    document |= {"base": overrides, "search": {}, "sampler": "random"}
+    document |= {"base": overrides, "search": {}, "sampler": "random"} | ({"batch_seeds": True} if batch else {})
     return yaml.safe_dump(document, sort_keys=False)
 
 

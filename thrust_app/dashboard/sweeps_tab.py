@@ -37,7 +37,12 @@ def launch_sweep_form() -> None:
         timesteps = st.number_input("Timesteps per run", 1, 10**9, preset.timesteps, key=f"seeds-steps-{algo}-{env}")
         seeds = st.number_input("Seeds", 2, 100, 5, key="seeds-count")
         name = st.text_input("Name", f"{algo}-{env}-{seeds}seeds", key=f"seeds-name-{algo}-{env}-{seeds}")
-        text = sweeps.seeds_yaml(algo, env, int(timesteps), int(seeds), {}, name)
+        batch = algo in ("ppo", "a2c") and st.checkbox(
+            "Train the seeds as one batch in one process (their nets stacked; about 1.7x a sweep's speed at 32 seeds)",
+            key="seeds-batch",
+            help="batch_seeds: true (docs/sweeps.md): PPO and A2C with an MLP policy, no gSDE",
+        )
+        text = sweeps.seeds_yaml(algo, env, int(timesteps), int(seeds), {}, name, batch)
         st.code(text, language="yaml")
     if st.button("Launch sweep", key="sweep-launch", type="primary"):
         try:
