@@ -44,6 +44,7 @@ bench: install $(NODE_MODULES)
 	$(PY) benches/batched_ppo.py --quick --envs 1,64,1024
 	$(PY) benches/update_floor.py --rounds 1
 	$(PY) benches/watch_render.py --rounds 1
+	$(PY) benches/batched_seeds.py --seeds 1,4 --timesteps 2560 --rounds 1
 
 peers: install
 	$(PY) -m pip install -q stable-baselines3 $(TORCH)
