@@ -25,6 +25,7 @@ import numpy as np
 import torch
 from torch.func import vmap
 
+from ..algos import a2c, ppo
 from ..algos.a2c import A2C, a2c_loss
 from ..algos.base import Algorithm, Iteration, set_learning_rate
 from ..algos.on_policy import OnPolicyAlgorithm
@@ -247,7 +248,7 @@ class StackedOnPolicy:
         if isinstance(algo, A2C):
             loss = partial(a2c_loss, config=self.config)
             logged = [self.step(loss, obs, actions, advantages, returns)]
-            names = ("policy_loss", "value_loss", "entropy")
+            names = a2c.LOG_NAMES
         else:
             loss = partial(ppo_minibatch_loss, clip_range=algo.clip_range, config=self.config)
             logged = []
@@ -259,7 +260,7 @@ class StackedOnPolicy:
                     batch = [x.gather(1, index.view(*index.shape, *[1] * (x.dim() - 2)).expand(-1, -1, *x.shape[2:]))
                              for x in (obs, actions, old_log_probs, old_values, advantages, returns)]  # fmt: skip
                     logged.append(self.step(loss, *batch))
-            names = ("policy_loss", "value_loss", "entropy", "approx_kl", "clip_fraction")
+            names = ppo.LOG_NAMES
         means = torch.stack(logged).mean(0)  # (N, logs)
         return [dict(zip(names, row.tolist(), strict=True)) for row in means]
 
