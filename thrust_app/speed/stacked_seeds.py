@@ -68,10 +68,6 @@ class StackedTowers:
         #: Where each named parameter sits in a flat row: name -> (start, shape).
         self.layout = {name: (int(start), p.shape) for (name, p), start in zip(net.named_parameters(), offsets, strict=False)}
 
-    def stacked(self, params: dict[str, torch.Tensor], name: str) -> torch.Tensor:
-        """One parameter of every seed, (N, *shape)."""
-        return params[name]
-
     def leaves(self, flat: torch.Tensor) -> dict[str, torch.Tensor]:
         """Every parameter of every seed, (N, *shape), a leaf that requires grad, its data a view of the stacked
         rows `flat` and its gradient a view of `flat.grad`."""
@@ -87,21 +83,21 @@ class StackedTowers:
         """Tower `index`'s features (N, B, h) from both input layers' activations `first` (N, B, 2h)."""
         x = first[..., index * self.width : (index + 1) * self.width]
         for layer in range(self.n_layers):
-            weight = self.stacked(params, f"towers.weights.{layer}")[:, index]  # (N, n_in, n_out)
-            bias = self.stacked(params, f"towers.biases.{layer}")[:, index]  # (N, 1, n_out)
+            weight = params[f"towers.weights.{layer}"][:, index]  # (N, n_in, n_out)
+            bias = params[f"towers.biases.{layer}"][:, index]  # (N, 1, n_out)
             x = self.activate(torch.baddbmm(bias, x, weight))  # h' = act(h W + b), each seed its own W, b
         return x
 
     def features(self, params: dict, obs: torch.Tensor, towers: tuple[int, ...] = (0, 1)) -> list[torch.Tensor]:
         """The policy (0) and/or value (1) features of every seed's observations obs (N, B, ...)."""
-        weight = self.stacked(params, "towers.input_layer.weight")  # (N, 2h, d): both towers' first layers
-        bias = self.stacked(params, "towers.input_layer.bias").unsqueeze(1)
+        weight = params["towers.input_layer.weight"]  # (N, 2h, d): both towers' first layers
+        bias = params["towers.input_layer.bias"].unsqueeze(1)
         first = self.activate(torch.baddbmm(bias, obs.flatten(2), weight.transpose(1, 2)))
         return [self.tower(params, first, index) for index in towers]
 
     def linear(self, params: dict, name: str, x: torch.Tensor) -> torch.Tensor:
         """nn.Linear `name` of every seed on its own x (N, B, in)."""
-        weight, bias = self.stacked(params, f"{name}.weight"), self.stacked(params, f"{name}.bias")
+        weight, bias = params[f"{name}.weight"], params[f"{name}.bias"]
         return torch.baddbmm(bias.unsqueeze(1), x, weight.transpose(1, 2))
 
     def heads(self, params: dict, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -115,7 +111,7 @@ class StackedTowers:
 
     def gaussian(self, params: dict, head_out: torch.Tensor) -> torch.distributions.Normal:
         """Box actions: each seed's Gaussian, mean the head's output, std exp(log_std) of its own row."""
-        std = self.stacked(params, "log_std").exp().unsqueeze(1)  # (N, 1, A)
+        std = params["log_std"].exp().unsqueeze(1)  # (N, 1, A)
         return torch.distributions.Normal(head_out, std.expand_as(head_out), validate_args=False)
 
     def evaluate_actions(self, params: dict, obs: torch.Tensor, actions: torch.Tensor):
