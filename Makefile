@@ -50,6 +50,7 @@ peers: install
 	$(PY) -m pip install -q stable-baselines3 $(TORCH)
 	$(PY) benches/peers.py
 	$(PY) benches/peers.py --peer cleanrl
+	$(PY) benches/peers.py --peer sbx
 
 # Full learning runs, an hour or more each on 2 cores: every preset's validation, then each against SB3.
 validate: install
@@ -96,6 +97,8 @@ $(STAMP): pyproject.toml Makefile | $(PY)
 	$(PY) -m pip install --disable-pip-version-check --progress-bar on $(TORCH)
 	@echo "make: installing Thrust and its dependencies (streamlit, onnx, onnxruntime, gymnasium, test tools)"
 	$(PY) -m pip install --disable-pip-version-check --progress-bar on -e ".[test]"
+	@echo "make: compiling the numba updates (update=numba) into numba's cache, so no run pays it (about 20 s)"
+	$(PY) -m thrust_app.speed.precompile
 	touch $@
 
 $(NODE_MODULES): web/package.json web/package-lock.json

@@ -1,7 +1,7 @@
 """Thrust against Stable-Baselines3 on the same work, in one run, alternating.
 
 Pairs (rl-baselines3-zoo hyperparameters on both sides, 1 torch thread each): PPO, A2C and DQN on
-CartPole, SAC on Pendulum, recurrent PPO (sb3-contrib's RecurrentPPO, the zoo's ppo_lstm entry) on CartPole
+CartPole, SAC and TD3 on Pendulum, recurrent PPO (sb3-contrib's RecurrentPPO, the zoo's ppo_lstm entry) on CartPole
 with its velocities hidden. Thrust trains on its batched CartPole / Pendulum (gymnasium's
 CartPole-v1 / Pendulum-v1 dynamics, tested equal); SB3 on gymnasium's envs in its DummyVecEnv.
 Each run evaluates 10 deterministic episodes every 5k steps (SAC 1k; `--eval-every`; same seeds on both sides) and stops
@@ -17,9 +17,10 @@ process's first-run costs (lazy imports, first calls of each kernel).
 
     python benches/peers.py [--seeds 5] [--quick] [--json PATH] [--only ppo,dqn] [--eval-every STEPS] [--update numba]
     python benches/peers.py --peer cleanrl [--seeds 5]     # CleanRL's ppo.py / dqn.py, see cleanrl_peer.py
+    python benches/peers.py --peer sbx [--seeds 5]         # SBX (JAX): PPO, DQN, SAC, TD3, see sbx_peer.py
 
-Needs `pip install stable-baselines3` (with torch==2.13.0 installed first); the CleanRL peer makes
-its own venv under .bench/ on first use.
+Needs `pip install stable-baselines3` (with torch==2.13.0 installed first); the CleanRL and SBX peers make
+their own venvs under .bench/ on first use.
 """
 
 from __future__ import annotations
@@ -43,7 +44,7 @@ from thrust_app.training.trainer import EVAL_SEED_OFFSET, train
 EVAL_EVERY = 5000
 #: SAC solves Pendulum within its first few thousand steps on both sides: evaluated every 5k, the solve-time
 #: ratio would measure the evaluation grid, not the learning.
-EVAL_EVERY_BY_ALGO = {"sac": 1000}
+EVAL_EVERY_BY_ALGO = {"sac": 1000, "td3": 1000}
 EVAL_EPISODES = 10
 
 
@@ -92,6 +93,25 @@ PAIRS = {
         1,
     ),
     "sac": ("thrust/Pendulum-v0", "Pendulum-v1", -200.0, 20_000, dict(learning_rate=1e-3), 1),
+    # the zoo's td3 Pendulum-v1 entry (Thrust's preset holds the same values); `noise_std` becomes the peer's
+    # NormalActionNoise (run_sb3)
+    "td3": (
+        "thrust/Pendulum-v0",
+        "Pendulum-v1",
+        -200.0,
+        20_000,
+        dict(
+            gamma=0.98,
+            buffer_size=200_000,
+            learning_starts=10_000,
+            noise_std=0.1,
+            gradient_steps=1,
+            train_freq=1,
+            learning_rate=1e-3,
+            policy_kwargs=dict(net_arch=[400, 300]),
+        ),
+        1,
+    ),
 }
 # sb3-contrib's RecurrentPPO with the zoo's ppo_lstm entry (its values are the ppo entry's for CartPole-v1, plus the
 # LSTM's; observations and rewards normalised on both sides)
@@ -112,7 +132,7 @@ PAIRS["recurrent_ppo"] = (
     },
     8,
 )
-QUICK_BUDGET = {"ppo": 16_384, "a2c": 16_000, "dqn": 8_000, "sac": 1_500, "recurrent_ppo": 8_192}
+QUICK_BUDGET = {"ppo": 16_384, "a2c": 16_000, "dqn": 8_000, "sac": 1_500, "td3": 10_500, "recurrent_ppo": 8_192}
 #: Pairs whose zoo entry sets `normalize: true`: the peer trains in SB3's VecNormalize (Thrust's preset has it too).
 NORMALIZED = {"recurrent_ppo"}
 
@@ -151,14 +171,18 @@ def run_thrust(algo: str, seed: int, budget: int, stop: bool, eval_every: int = 
     }
 
 
-def run_sb3(algo: str, seed: int, budget: int, stop: bool, eval_every: int = EVAL_EVERY) -> dict:
-    import stable_baselines3 as sb3
+def run_sb3(algo: str, seed: int, budget: int, stop: bool, eval_every: int = EVAL_EVERY, library: str = "sb3") -> dict:
+    """One run of the peer `library`: SB3 ("sb3") or SBX ("sbx", SB3's API in JAX; run in SBX's venv, sbx_peer.py)."""
+    import importlib
+
+    import numpy as np
     from stable_baselines3.common.callbacks import BaseCallback
     from stable_baselines3.common.env_util import make_vec_env
     from stable_baselines3.common.logger import Logger
     from stable_baselines3.common.vec_env import VecNormalize
 
     _, gym_env, threshold, _, kwargs, n_envs = PAIRS[algo]
+    peer = importlib.import_module({"sb3": "stable_baselines3", "sbx": "sbx"}[library])
 
     class SolveCallback(BaseCallback):
         """Evaluates like Thrust does, keeps evaluation time out of the clock, stops once solved."""
@@ -196,7 +220,13 @@ def run_sb3(algo: str, seed: int, budget: int, stop: bool, eval_every: int = EVA
 
         model = sb3_contrib.RecurrentPPO("MlpLstmPolicy", env, seed=seed, device="cpu", verbose=0, **kwargs)
     else:
-        model = getattr(sb3, algo.upper())("MlpPolicy", env, seed=seed, device="cpu", verbose=0, **kwargs)
+        if "noise_std" in kwargs:  # the zoo's noise_type normal
+            from stable_baselines3.common.noise import NormalActionNoise
+
+            n_actions = env.action_space.shape[0]
+            noise = NormalActionNoise(np.zeros(n_actions), kwargs["noise_std"] * np.ones(n_actions))
+            kwargs = {k: v for k, v in kwargs.items() if k != "noise_std"} | {"action_noise": noise}
+        model = getattr(peer, algo.upper())("MlpPolicy", env, seed=seed, device="cpu", verbose=0, **kwargs)
     model.set_logger(Logger(None, []))  # SB3's default logger makes a /tmp/SB3-<time> folder on every learn()
     callback = SolveCallback()
     start = time.perf_counter()
@@ -237,7 +267,7 @@ def main() -> None:
         type=int,
         help=f"steps between evaluations, both sides (default {EVAL_EVERY:,}; SAC {EVAL_EVERY_BY_ALGO['sac']:,})",
     )
-    parser.add_argument("--peer", choices=["sb3", "cleanrl"], default="sb3", help="which library to run against")
+    parser.add_argument("--peer", choices=["sb3", "cleanrl", "sbx"], default="sb3", help="which library to run against")
     parser.add_argument(
         "--update",
         choices=["handwritten", "numba", "reference"],
@@ -253,6 +283,16 @@ def main() -> None:
         cleanrl_peer.print_table(table)
         if args.json:
             args.json.write_text(json.dumps({"peer": cleanrl_peer.CLEANRL, "quick": args.quick, "table": table}, indent=2))
+        return
+    if args.peer == "sbx":
+        import sbx_peer
+
+        result = sbx_peer.compare(
+            [a for a in args.only.split(",") if a in sbx_peer.ALGOS], 1 if args.quick else args.seeds, args.quick
+        )
+        sbx_peer.print_table(result)
+        if args.json:
+            args.json.write_text(json.dumps(result, indent=2))
         return
     seeds = 1 if args.quick else args.seeds
     algos = args.only.split(",")

@@ -47,7 +47,13 @@ from thrust_app.speed.switches import apply_speed
 from thrust_app.training.device import cuda_summary, resolve_device
 from thrust_app.training.presets import get_preset
 
-PAIRS = {"a2c": "thrust/CartPole-v0", "ppo": "thrust/CartPole-v0", "dqn": "thrust/CartPole-v0", "sac": "thrust/Pendulum-v0"}
+PAIRS = {
+    "a2c": "thrust/CartPole-v0",
+    "ppo": "thrust/CartPole-v0",
+    "dqn": "thrust/CartPole-v0",
+    "sac": "thrust/Pendulum-v0",
+    "td3": "thrust/Pendulum-v0",
+}
 
 
 def build(algo: str, device: torch.device, **extra):

@@ -1,7 +1,8 @@
-"""How much of a DQN / SAC update is matmul arithmetic, and how much is everything else.
+"""How much of a DQN / SAC / TD3 update is matmul arithmetic, and how much is everything else.
 
 Times one gradient step of the zoo presets (DQN: 64 samples, 256x256 Q-net; SAC: 256 samples,
-256x256 actor and critics), each way the algorithm can compute it (`update="numba"`, the written-out
+256x256 actor and critics; TD3: 256 samples, 400x300 actor and critics, timed over two steps, one
+with the delayed actor step, and reported per step), each way the algorithm can compute it (`update="numba"`, the written-out
 update compiled by numba; `update="handwritten"`, the written-out update in torch; `update="reference"`, the
 reference), against its matmul floor: every matmul the step launched (mm, addmm, bmm, baddbmm, forward and
 backward, recorded by a dispatch mode during one step) replayed alone on tensors of the same shapes and
@@ -164,10 +165,25 @@ def replayer(calls: list[Callable[[], object]]) -> Callable[[], None]:
     return replay
 
 
+#: Each algorithm's forms of the update (TD3 has its reference only).
+UPDATES = {"dqn": ("numba", "handwritten", "reference"), "sac": ("numba", "handwritten", "reference"), "td3": ("reference",)}
+#: Updates per timed step: TD3's actor (and targets) move every second critic step (policy_delay 2).
+STEPS = {"td3": 2}
+
+
 def adam_steps(agent) -> Callable[[], None]:
-    """Every Adam step of one update (`adam_step` on each of the agent's Adam optimizers)."""
+    """Every Adam step of one timed step (`adam_step` on each of the agent's Adam optimizers; TD3's
+    two steps take the critics' twice and the actor's once)."""
     optimizers = [part for part in agent.stateful_parts().values() if isinstance(part, torch.optim.Adam)]
+    if agent.name == "td3":
+        optimizers.append(agent.critic_opt)
     return lambda: [adam_step(optimizer) for optimizer in optimizers]
+
+
+def timed_step(agent) -> Callable[[], object]:
+    """One timed step: an update, or TD3's two (one of them with the actor step)."""
+    steps = STEPS.get(agent.name, 1)
+    return agent.train_step if steps == 1 else lambda: [agent.train_step() for _ in range(steps)]
 
 
 def main() -> None:
@@ -175,25 +191,27 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=5)
     args = parser.parse_args()
     resolve_device("cpu", torch_threads=1)  # one torch thread, one BLAS thread for numpy
-    for algo in ("dqn", "sac"):
-        calls = 100 if algo == "dqn" else 20
-        for update in ("numba", "handwritten", "reference"):
+    for algo, updates in UPDATES.items():
+        calls = {"dqn": 100, "sac": 20, "td3": 5}[algo]
+        per = STEPS.get(algo, 1)
+        for update in updates:
             agent, env, io, obs = build(algo, torch.device("cpu"), learning_starts=1, update=update)
             while agent.buffer.size < 2048:
                 obs = agent.iteration(env, io, obs).obs
             if update == "numba":
                 compiled_floor(agent, calls, args.rounds)
                 continue
-            recorder = record(agent.train_step)
-            update = best_ms(agent.train_step, calls, args.rounds)
-            floor = best_ms(replayer(recorder.calls), calls, args.rounds)
-            adam = best_ms(adam_steps(agent), calls, args.rounds)
-            rest = update - floor - adam
+            recorder = record(timed_step(agent))
+            update_ms = best_ms(timed_step(agent), calls, args.rounds) / per
+            floor = best_ms(replayer(recorder.calls), calls, args.rounds) / per
+            adam = best_ms(adam_steps(agent), calls, args.rounds) / per
+            rest = update_ms - floor - adam
             print(
-                f"{algo} update={update}: update {update:.2f} ms = {len(recorder.calls)} matmuls {floor:.2f} ms + "
-                f"Adam steps {adam:.2f} ms + {recorder.other_ops} other ops {rest:.2f} ms "
-                f"({rest / recorder.other_ops * 1e3:.1f} us each); overhead {1 - floor / update:.0%} (goal <= 25%); "
-                f"the matmuls at {recorder.flops / floor / 1e6:.0f} GFLOP/s"
+                f"{algo} update={update} (per update): update {update_ms:.2f} ms = "
+                f"{len(recorder.calls) / per:g} matmuls {floor:.2f} ms + "
+                f"Adam steps {adam:.2f} ms + {recorder.other_ops / per:g} other ops {rest:.2f} ms "
+                f"({rest / recorder.other_ops * per * 1e3:.1f} us each); overhead {1 - floor / update_ms:.0%} (goal <= 25%); "
+                f"the matmuls at {recorder.flops / per / floor / 1e6:.0f} GFLOP/s"
             )
             if recorder.numpy_operands:
                 numpy_ms = best_ms(recorder.numpy_products(), calls, args.rounds)
@@ -202,6 +220,8 @@ def main() -> None:
                     f"  of the matmuls, {len(recorder.numpy_operands)} with a narrow right operand ran in numpy: "
                     f"{numpy_ms * 1e3:.0f} us, where torch.mm takes {in_torch * 1e3:.0f} us (mlp_backward.matmul)"
                 )
+        if algo == "td3":  # acting has its torch form only
+            continue
         agent.apply_schedules(0.0)  # DQN's epsilon at its final value: most steps act greedily, through the net
         print(f"{algo}: acting step, acting=torch (goal <= 60 us): " + acting_step(agent, env, io, obs, args.rounds))
         print(f"{algo}: acting step, acting=numpy (goal <= 60 us): " + fast_acting_step(agent, env, obs, args.rounds))
