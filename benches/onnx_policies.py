@@ -11,6 +11,11 @@ Per bundle and runtime: median per-call latency at batch 1, observations/s at ba
 browser rows the player's frame rate ceiling: steps/s of a whole episode loop (Python env step in
 Pyodide + inference), drawing excluded.
 The Python runtimes alternate round by round (harness.py); the browser ones run after them.
+
+A first visit per bundle (each env family's time to first frame): a new Chromium (empty cache) opens
+`?bundle=NAME&ep=wasm`; reported are the milliseconds from navigation to the bundle's first drawn frame,
+Pyodide's start-up within them, what the page fetched until then (bytes and npm packages, from the
+Resource Timing entries) and the size of a static site holding only that bundle (`thrust web build`).
 """
 
 from __future__ import annotations
@@ -103,12 +108,15 @@ def main() -> None:
                     "obs_per_s": m.rate,
                 }
             )
+    visits = []
     if not args.no_browser:
         try:
             rows += browser_rows(bundles, args.export_dir, seconds)
+            visits = first_visits(bundles, args.export_dir)
         except BrowserUnavailable as err:
             print(f"onnxruntime-web columns skipped: {err}")
     print_table(rows)
+    print_visits(visits)
     if args.json:
         host = {
             "machine": platform.machine(),
@@ -117,7 +125,7 @@ def main() -> None:
             "onnxruntime": ort.__version__,
             "providers": ort.get_available_providers(),
         }
-        args.json.write_text(json.dumps({"host": host, "quick": args.quick, "rows": rows}, indent=2))
+        args.json.write_text(json.dumps({"host": host, "quick": args.quick, "rows": rows, "first_visits": visits}, indent=2))
         print(f"wrote {args.json}")
 
 
@@ -148,6 +156,63 @@ def browser_rows(bundles, export_dir: Path, seconds: float) -> list[dict]:
                         }
                     )
     return rows
+
+
+#: The bytes and npm packages a page fetched up to its first frame, from its Resource Timing entries.
+FETCHED_BEFORE_FIRST_FRAME = """() => {
+  const until = window.thrustPlayer.timings.firstFrameMs;
+  const entries = [...performance.getEntriesByType("navigation"), ...performance.getEntriesByType("resource")]
+    .filter((e) => e.responseEnd <= until);
+  const packages = entries.map((e) => new URL(e.name).pathname.match(/node_modules\\/((@[^/]+\\/)?[^/]+)/)?.[1]);
+  return {
+    bytes: entries.reduce((n, e) => n + e.decodedBodySize, 0),
+    packages: [...new Set(packages.filter(Boolean))].sort(),
+  };
+}"""
+
+
+def first_visits(bundles, export_dir: Path) -> list[dict]:
+    """Per bundle, a first visit to `?bundle=NAME&ep=wasm` in a new browser: time to its first frame,
+    what was fetched until then, and the size of a static site holding only that bundle."""
+    from tempfile import TemporaryDirectory
+
+    from thrust_app.web.site import build_site
+
+    visits = []
+    with PlayerServer(port=0, export_dir=export_dir) as server:
+        for bundle in bundles:
+            with player_page(server.url, f"?bundle={bundle.path.name}&ep=wasm") as page:
+                page.wait_for_function("window.thrustPlayer.timings.firstFrameMs !== null", timeout=180_000)
+                timings = page.evaluate("window.thrustPlayer.timings")
+                fetched = page.evaluate(FETCHED_BEFORE_FIRST_FRAME)
+            with TemporaryDirectory() as tmp:
+                site = build_site(Path(tmp) / "site", [str(bundle.path)], log=lambda _: None)
+            visits.append(
+                {
+                    "bundle": bundle.path.name,
+                    "env_id": bundle.env_id,
+                    "first_frame_ms": timings["firstFrameMs"],
+                    "pyodide_startup_ms": timings["pyodideStartupMs"],
+                    "fetched_bytes": fetched["bytes"],
+                    "fetched_packages": fetched["packages"],
+                    "site_bytes": site["bytes"],
+                }
+            )
+    return visits
+
+
+def print_visits(visits: list[dict]) -> None:
+    if not visits:
+        return
+    print(
+        f"\n{'bundle':30s} {'env':26s} {'first frame':>12s} {'Pyodide':>9s} {'fetched':>9s} {'site':>9s}  npm packages fetched"
+    )
+    for v in visits:
+        print(
+            f"{v['bundle']:30s} {v['env_id']:26s} {v['first_frame_ms'] / 1000:>10.2f} s "
+            f"{v['pyodide_startup_ms'] / 1000:>7.2f} s "
+            f"{v['fetched_bytes'] / 2**20:>5.1f} MiB {v['site_bytes'] / 2**20:>5.1f} MiB  {', '.join(v['fetched_packages'])}"
+        )
 
 
 def print_table(rows: list[dict]) -> None:

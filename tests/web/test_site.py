@@ -122,3 +122,16 @@ def test_the_player_opens_with_a_bundle_ready_to_play(static_server):
         page.click("#play")
         page.wait_for_function("document.getElementById('stat-latency').textContent.includes('ms')", timeout=30_000)
         assert page.is_hidden("#error"), page.inner_text("#error")
+
+
+@needs_browser
+def test_a_first_visit_fetches_only_what_playing_needs(static_server):
+    """A deep link draws its bundle's first frame (the time benches/onnx_policies.py reports) without fetching
+    the Train mode's TensorFlow.js and protobufjs: a page that plays loads Pyodide, onnxruntime-web and the bundle."""
+    with player_page(static_server + SUB_PATH, "?bundle=cartpole-ppo&ep=wasm") as page:
+        page.wait_for_function("window.thrustPlayer.timings.firstFrameMs !== null", timeout=60_000)
+        timings = page.evaluate("window.thrustPlayer.timings")
+        assert timings["firstFrameMs"] > timings["pyodideStartupMs"] > 0
+        assert page.evaluate("window.thrustPlayer.activeBundle") == "cartpole-ppo"
+        fetched = {request.split("node_modules/")[1].split("/")[0] for request in page.requests if "node_modules/" in request}
+        assert fetched == {"pyodide", "onnxruntime-web"}, fetched

@@ -58,7 +58,7 @@ export function installAutomation(ready, trainPanel) {
       return state.bundle?.name ?? null;
     },
     get timings() {
-      return { pyodideStartupMs: state.python?.startupMs ?? null };
+      return { pyodideStartupMs: state.python?.startupMs ?? null, firstFrameMs: state.firstFrameMs };
     },
     get activeEp() {
       return state.policy?.ep ?? null;

@@ -73,6 +73,7 @@ export function activate(bundleOrPromise, epRequest) {
       $("ep-status").textContent = `active: ${policy.ep} — ${why}`;
       $("caption").textContent = `${bundle.manifest.algo} on ${bundle.manifest.env_id} (${bundle.name})`;
       resetEpisode(chosenSeed());
+      state.firstFrameMs ??= performance.now();
       showControls(true);
     } catch (err) {
       if (choice !== state.latestChoice) return; // a failure of an overtaken choice no longer concerns the user

@@ -14,6 +14,7 @@ export const state = {
   seed: null, // embed mode: the seed of the episode playing
   latencies: [], // the last 500 inference times (ms)
   frames: [], // when frames were drawn in the last second
+  firstFrameMs: null, // when the page drew its first bundle's first frame (ms since navigation start)
   epRequest: params.get("ep") || "auto",
   // ?embed=1 (with ?bundle=NAME): the canvas and a Play button only, playing episode after episode (for an <iframe>).
   embed: params.has("embed"),

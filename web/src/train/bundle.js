@@ -2,18 +2,18 @@
 // policy (py/templates/<env>.onnx, placeholder weights) with the trained weights swapped into its
 // initializers, parsed and re-encoded by protobufjs with onnx.proto; the manifest is the template's
 // (the fields every export has) plus this run's training record and the new model's sha256.
-import "../../node_modules/protobufjs/dist/protobuf.min.js";
 import { sha256Hex } from "../policy.js";
 
-const protobuf = globalThis.protobuf;
 const pyUrl = (path) => new URL(`../../py/${path}`, import.meta.url);
 
 // onnx.ModelProto, parsed from the schema once per page.
 const parsed = { modelProto: null };
 async function onnxModelProto() {
   if (!parsed.modelProto) {
+    // protobufjs (its UMD build sets globalThis.protobuf) loads with the first bundle built: a page that only plays never fetches it
+    await import("../../node_modules/protobufjs/dist/protobuf.min.js");
     const schema = await (await fetch(pyUrl("onnx.proto"))).text();
-    parsed.modelProto = protobuf.parse(schema, { keepCase: true }).root.lookupType("onnx.ModelProto");
+    parsed.modelProto = globalThis.protobuf.parse(schema, { keepCase: true }).root.lookupType("onnx.ModelProto");
   }
   return parsed.modelProto;
 }
