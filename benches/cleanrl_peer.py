@@ -20,11 +20,10 @@ from __future__ import annotations
 import os
 import statistics
 import subprocess
-import venv
 from pathlib import Path
 from tempfile import TemporaryDirectory
 
-from harness import stop_if_signalled
+from harness import peer_venv, stop_if_signalled
 from validation import SETTINGS
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -65,16 +64,7 @@ THRUST_SETTINGS = {
 
 def venv_python() -> Path:
     """The CleanRL venv's python, created and filled on first use (a few minutes, mostly torch)."""
-    python = VENV / "bin" / "python"
-    stamp = VENV / ".installed"
-    if stamp.exists():
-        return python
-    print(f"peers: installing {CLEANRL} and its 2021-era dependencies into {VENV} (first run only)", flush=True)
-    venv.create(VENV, with_pip=True)
-    for packages in INSTALL_STEPS:
-        subprocess.run([str(python), "-m", "pip", "install", "-q", "--disable-pip-version-check", *packages], check=True)
-    stamp.write_text(CLEANRL + "\n")
-    return python
+    return peer_venv(VENV, INSTALL_STEPS, f"{CLEANRL} and its 2021-era dependencies")
 
 
 def script(name: str) -> Path:

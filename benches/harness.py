@@ -122,6 +122,24 @@ def replace_block(path: Path, name: str, lines: list[str]) -> None:
     path.write_text(new if count else text.rstrip("\n") + "\n\n" + block + "\n")
 
 
+def peer_venv(folder: Path, install_steps: list[list[str]], label: str) -> Path:
+    """The python of a peer library's own venv under .bench/, created and filled on first use: one `pip install`
+    per entry of `install_steps`, in order (torch==2.13.0 first, so nothing pulls a CUDA build)."""
+    import subprocess
+    import venv
+
+    python = folder / "bin" / "python"
+    stamp = folder / ".installed"
+    if stamp.exists():
+        return python
+    print(f"peers: installing {label} into {folder} (first run only; a few minutes)", flush=True)
+    venv.create(folder, with_pip=True)
+    for packages in install_steps:
+        subprocess.run([str(python), "-m", "pip", "install", "-q", "--disable-pip-version-check", *packages], check=True)
+    stamp.write_text(label + "\n")
+    return python
+
+
 class RecurrentPredict:
     """sb3-contrib's recurrent predict as `evaluate` calls a policy with memory: Thrust's flat memory (zeros at
     an episode's start) as RecurrentPPO's (h, c) states and back."""

@@ -26,10 +26,10 @@ import os
 import statistics
 import subprocess
 import sys
-import venv
 from pathlib import Path
 from tempfile import TemporaryDirectory
 
+from harness import peer_venv
 from peers import EVAL_EVERY, EVAL_EVERY_BY_ALGO, PAIRS, QUICK_BUDGET, common_window_sps, run_sb3, run_thrust
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -47,16 +47,7 @@ FASTEST_UPDATE = {"dqn": "numba", "sac": "numba"}
 
 def venv_python() -> Path:
     """The SBX venv's python, created and filled on first use (a few minutes, mostly torch and jaxlib)."""
-    python = VENV / "bin" / "python"
-    stamp = VENV / ".installed"
-    if stamp.exists():
-        return python
-    print(f"peers: installing {SBX} (JAX CPU) and Thrust into {VENV} (first run only)", flush=True)
-    venv.create(VENV, with_pip=True)
-    for packages in INSTALL_STEPS:
-        subprocess.run([str(python), "-m", "pip", "install", "-q", "--disable-pip-version-check", *packages], check=True)
-    stamp.write_text(SBX + "\n")
-    return python
+    return peer_venv(VENV, INSTALL_STEPS, f"{SBX} (JAX CPU) and Thrust")
 
 
 def one_run(lib: str, algo: str, seed: int, budget: int, eval_every: int, stop: bool, env: dict | None = None) -> dict:
