@@ -98,7 +98,7 @@ $(STAMP): pyproject.toml Makefile | $(PY)
 	@echo "make: installing Thrust and its dependencies (streamlit, onnx, onnxruntime, gymnasium, test tools)"
 	$(PY) -m pip install --disable-pip-version-check --progress-bar on -e ".[test]"
 	@echo "make: compiling the numba updates (update=numba) into numba's cache, so no run pays it (about 20 s)"
-	$(PY) -m thrust_app.speed.precompile
+	$(PY) -m thrust_app.training.precompile
 	touch $@
 
 $(NODE_MODULES): web/package.json web/package-lock.json

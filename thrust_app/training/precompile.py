@@ -5,7 +5,7 @@ numba compiles each kernel of numba_kernels.py on its first call on a machine (D
 (0.1-0.3 s). `make install` (and so `make run` and `make test`) runs this once, so the first compiled
 run a user starts loads its kernels instead:
 
-    python -m thrust_app.speed.precompile
+    python -m thrust_app.training.precompile
 
 It trains each algorithm for a few updates with `update="numba"` in a temporary folder: the kernels are
 compiled for exactly the argument types a training run passes them.
@@ -27,8 +27,8 @@ RUNS = {
 
 def precompile(log: Callable[[str], None] = print) -> dict[str, float]:
     """Compile (or load) every kernel of the numba updates; seconds each algorithm's short run took."""
-    from ..training.trainer import train
-    from .numba_kernels import CACHED
+    from ..speed.numba_kernels import CACHED
+    from .trainer import train
 
     if not CACHED:
         log("precompile: numba has no writable cache folder here (NUMBA_CACHE_DIR names one); nothing kept")

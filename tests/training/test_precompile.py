@@ -1,4 +1,4 @@
-"""Precompiling the numba updates: after `python -m thrust_app.speed.precompile` on an empty cache, a new
+"""Precompiling the numba updates: after `python -m thrust_app.training.precompile` on an empty cache, a new
 process's compiled DQN and SAC runs load every kernel from numba's cache and compile none."""
 
 from __future__ import annotations
@@ -12,7 +12,8 @@ import sys
 CACHE_STATS = """
 import json
 import numba
-from thrust_app.speed import numba_kernels, precompile
+from thrust_app.speed import numba_kernels
+from thrust_app.training import precompile
 precompile.precompile(log=lambda _: None)
 kernels = {name: f for name, f in vars(numba_kernels).items() if isinstance(f, numba.core.registry.CPUDispatcher)}
 stats = {name: [sum(f.stats.cache_hits.values()), sum(f.stats.cache_misses.values())] for name, f in kernels.items()}
@@ -22,7 +23,7 @@ print(json.dumps(stats))
 
 def test_a_run_after_precompile_compiles_no_kernel(tmp_path):
     env = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path / "numba-cache"), "OMP_NUM_THREADS": "1"}
-    first = subprocess.run([sys.executable, "-m", "thrust_app.speed.precompile"], env=env, capture_output=True, text=True)
+    first = subprocess.run([sys.executable, "-m", "thrust_app.training.precompile"], env=env, capture_output=True, text=True)
     assert first.returncode == 0, first.stderr
     assert "dqn's compiled update ready" in first.stdout and "sac's compiled update ready" in first.stdout, first.stdout
     assert "falls back" not in first.stdout
