@@ -37,7 +37,7 @@ VENV = ROOT / ".bench" / "sbx-venv"
 SBX = "sbx-rl==0.28.0"
 #: In install order, one `pip install` each: torch pinned first, so SB3 (an SBX dependency) keeps the CPU build.
 INSTALL_STEPS = [["torch==2.13.0"], [SBX, "jax[cpu]==0.10.2"], ["-e", str(ROOT)]]
-#: One XLA thread: JAX's CPU backend otherwise spreads a product over every core (Thrust's side has one torch thread).
+#: SBX's one-XLA-thread flags (JAX still computes beside the Python thread with them: `one_run` also pins to one core).
 XLA_ONE_THREAD = "--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1"
 ONE_THREAD = {"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "XLA_FLAGS": XLA_ONE_THREAD}
 ALGOS = ("ppo", "dqn", "sac", "td3")
