@@ -131,7 +131,7 @@ DQN_SETTINGS = dict(exploration_fraction=0.3, target_update_interval=200, train_
     [
         ("sac", "ThrustTest/PointGoal-v0", 2000, {}, 0.9),
         ("td3", "ThrustTest/PointGoal-v0", 2000, {}, 0.9),
-        # DQN's discrete moves: seeds 0-4 reach 0.80-0.87 at 3,000 steps and 0.80-0.90 at 4,000 on the AMD VM
+        # DQN's discrete moves: seeds 0-4 reach 0.80-0.87 at 3,000 steps and 0.80-0.90 at 4,000 on a 2-core Xeon VM
         # (seed 0 reached 0.9 on the earlier host: float rounding parts the runs); plain replay gets 0.07
         ("dqn", "ThrustTest/PointGoalDiscrete-v0", 3000, DQN_SETTINGS, 0.75),
     ],

@@ -1,7 +1,7 @@
 """Fill numba's on-disk cache with the compiled DQN and SAC updates (`update="numba"`) ahead of a first run.
 
-numba compiles each kernel of numba_kernels.py on its first call on a machine (DQN about 5 s, SAC about
-13 s on the 2-core AMD VM, benches/sbx_peer.py's `cold_compile_s`) and loads it from its cache afterwards
+numba compiles each kernel of numba_kernels.py on its first call on a machine (DQN about 6 s, SAC about
+14 s on a 2-core Xeon VM, benches/sbx_peer.py's `cold_compile_s`) and loads it from its cache afterwards
 (0.1-0.3 s). `make install` (and so `make run` and `make test`) runs this once, so the first compiled
 run a user starts loads its kernels instead:
 
