@@ -10,9 +10,12 @@ TORCH := torch==2.13.0
 
 .PHONY: run test lint format web install chromium strace bench peers validate reference-bundles clean
 
-# The reference bundles in export/: env:algo pairs, each trained with its preset and seed 0.
-# env:algo[:steps]: the preset's budget unless a step count follows (MinAtar's preset is 5M steps; 100k plays well)
-REFERENCE := bandit:ppo cartpole:ppo pendulum:sac snake:dqn cartpole-novel:recurrent_ppo cards:ppo minatar-breakout:dqn:100000
+# The reference bundles in export/: env:algo pairs, each trained with its preset and seed 0, in export/NAME-ALGO
+# (NAME: the env in lower case without its -vN).
+# env:algo[:steps]: the preset's budget unless a step count follows (MinAtar's preset is 5M steps, HalfCheetah's 1M;
+# 100k plays well)
+REFERENCE := bandit:ppo cartpole:ppo pendulum:sac snake:dqn cartpole-novel:recurrent_ppo cards:ppo \
+  minatar-breakout:dqn:100000 HalfCheetah-v5:sac:100000
 
 run: install $(NODE_MODULES)
 	$(PY) -m thrust_app app
@@ -60,10 +63,10 @@ validate: install
 reference-bundles: install
 	for pair in $(REFERENCE); do \
 	  env=$${pair%%:*}; rest=$${pair#*:}; algo=$${rest%%:*}; steps=$${rest#$$algo}; steps=$${steps#:}; \
-	  run=runs/reference-$$env-$$algo; \
+	  name=$$(echo $$env | tr A-Z a-z | sed 's/-v[0-9]*$$//'); run=runs/reference-$$name-$$algo; \
 	  rm -rf $$run && \
 	  $(PY) -m thrust_app train $$algo $$env --seed 0 --run-dir $$run --quiet $${steps:+--timesteps $$steps} && \
-	  $(PY) -m thrust_app export $$run --out export/$$env-$$algo --force || exit 1; \
+	  $(PY) -m thrust_app export $$run --out export/$$name-$$algo --force || exit 1; \
 	done
 
 install: $(STAMP)

@@ -200,6 +200,8 @@ COVERED_BY = {
     "envs/core/mountain_car.py": "tests/envs/test_gym_adapter.py",
     "envs/core/acrobot.py": "tests/envs/test_gym_adapter.py",
     "envs/core/minatar.py": "tests/envs/test_minatar_cores.py",
+    "envs/core/locomotion.py": "tests/envs/test_locomotion.py",
+    "envs/mujoco_physics.py": "tests/envs/test_locomotion.py",
     "envs/core/pendulum.py": "tests/envs/test_core.py",
     "envs/core/snake.py": "tests/envs/test_core.py",
     "envs/core/vector.py": "tests/envs/test_vector_core.py",

@@ -15,7 +15,7 @@ from thrust_app.cli import main
 from thrust_app.interop.playback import onnx_episode
 from thrust_app.web.browser import player_page
 from thrust_app.web.server import REFERENCE_BUNDLES, REFERENCE_DIR, WEB_DIR
-from thrust_app.web.site import MARKER, NPM_FILES
+from thrust_app.web.site import MARKER, MUJOCO_NPM_FILES, NPM_FILES
 
 needs_browser = pytest.mark.skipif(
     not os.environ.get("THRUST_REQUIRE_BROWSER")
@@ -52,9 +52,16 @@ def static_server(site):
         server.wait(10)
 
 
+def site_files(site: Path) -> set[str]:
+    return {path.relative_to(site).as_posix() for path in site.rglob("*") if path.is_file()}
+
+
 def test_site_holds_only_what_the_page_needs(site):
-    files = {path.relative_to(site).as_posix() for path in site.rglob("*") if path.is_file()}
-    assert {f"node_modules/{name}" for name in NPM_FILES} == {name for name in files if name.startswith("node_modules/")}
+    """MuJoCo's wasm build and gymnasium's XML come along only for the reference bundle of a MuJoCo robot."""
+    files = site_files(site)
+    npm = {f"node_modules/{name}" for name in NPM_FILES + MUJOCO_NPM_FILES}
+    assert npm == {name for name in files if name.startswith("node_modules/")}
+    assert {name for name in files if name.startswith("py/mujoco/")} == {"py/mujoco/half_cheetah.xml"}
     for name in REFERENCE_BUNDLES:
         assert {f"export/{name}/policy.onnx", f"export/{name}/manifest.json"} <= files
     assert {"index.html", "export/index.json", "py/index.json", MARKER, ".nojekyll"} <= files
@@ -67,6 +74,8 @@ def test_build_refuses_a_folder_it_did_not_make_and_rebuilds_its_own(site, tmp_p
     assert (tmp_path / "precious.txt").exists()
     rebuilt = tmp_path / "site"
     assert main(["web", "build", str(rebuilt), str(REFERENCE_DIR / "cartpole-ppo")]) == 0
+    robots = [name for name in site_files(rebuilt) if name.startswith(("node_modules/mujoco-js/", "py/mujoco/"))]
+    assert robots == []  # no robot on it: no MuJoCo either
     assert main(["web", "build", str(rebuilt), str(REFERENCE_DIR / "bandit-ppo")]) == 0  # its own site: replaced
     assert sorted(p.name for p in (rebuilt / "export").iterdir() if p.is_dir()) == ["bandit-ppo"]
     assert main(["web", "build", str(tmp_path / "other"), "no-such-bundle"]) == 2
@@ -81,7 +90,8 @@ def test_static_site_under_a_sub_path_plays_every_bundle(static_server):
             got = page.evaluate("(a) => window.thrustPlayer.runEpisode(a)", {"bundle": name, "seed": 2, "ep": "wasm"})
             want = onnx_episode(REFERENCE_DIR / name, 2)
             assert got["steps"] == want.steps
-            assert got["episodeReturn"] == pytest.approx(want.episode_return, rel=1e-4)
+            chaotic = name == "halfcheetah-sac"  # a running robot's episodes part within steps (test_player.py)
+            assert got["episodeReturn"] == pytest.approx(want.episode_return, rel=0.1 if chaotic else 1e-4)
         got = page.evaluate("(a) => window.thrustPlayer.runEpisode(a)", {"bundle": "cartpole-ppo", "seed": 2, "ep": "webgpu"})
         assert got["ep"] == "webgpu" and got["steps"] == onnx_episode(REFERENCE_DIR / "cartpole-ppo", 2).steps
         assert page.failed == []  # every file the page asked for was in the folder

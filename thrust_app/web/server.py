@@ -3,7 +3,8 @@
 Routes: `/` and the player's files from web/, `/node_modules/...` (pyodide, onnxruntime-web),
 `/export/index.json` (the bundles found, built per request), `/export/<name>/{policy.onnx,manifest.json}`,
 `/py/<wheel>` (Thrust's env cores for Pyodide) and `/py/training.json`, `/py/onnx.proto`,
-`/py/templates/<env>.{onnx,json}` (the Train mode's presets and export templates, training_assets.py).
+`/py/templates/<env>.{onnx,json}` (the Train mode's presets and export templates, training_assets.py),
+`/py/mujoco/<file>.xml` (gymnasium's own XML of each MuJoCo env the player runs, from the installed gymnasium).
 Every response carries COOP/COEP headers (cross-origin isolation, which onnxruntime-web's threaded wasm
 needs) and no request is ever made beyond this server.
 """
@@ -24,6 +25,8 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import unquote, urlparse
 
+from ..envs.core import LOCOMOTION_TASKS
+from ..envs.mujoco_physics import gymnasium_xml
 from ..interop.bundle import REFERENCE_DIR, BundleError, bundle_dirs, find_bundle, load_bundle
 from .core_wheel import build_core_wheel, wheel_name
 from .training_assets import asset
@@ -45,7 +48,11 @@ MIME_TYPES = {
     ".map": "application/json",
     ".py": "text/x-python",
     ".proto": "text/plain; charset=utf-8",
+    ".xml": "text/xml; charset=utf-8",
 }
+
+#: The MuJoCo XML files the player loads (py/mujoco/NAME), one per locomotion env it runs.
+MUJOCO_XML = sorted({task.xml_file for task in LOCOMOTION_TASKS.values()})
 
 
 #: The bundles committed in the source's export/ (REFERENCE_DIR; `make reference-bundles` rebuilds them).
@@ -57,6 +64,7 @@ REFERENCE_BUNDLES = (
     "cartpole-novel-recurrent_ppo",
     "cards-ppo",
     "minatar-breakout-dqn",
+    "halfcheetah-sac",
 )
 
 
@@ -66,7 +74,7 @@ class WebSetupError(RuntimeError):
 
 def ensure_node_modules(web_dir: Path = WEB_DIR, log=print) -> None:
     """Install web/'s npm packages from package-lock.json if they are missing."""
-    packages = ("pyodide", "onnxruntime-web", "@tensorflow/tfjs-backend-wasm", "protobufjs")
+    packages = ("pyodide", "onnxruntime-web", "@tensorflow/tfjs-backend-wasm", "protobufjs", "mujoco-js")
     if all((web_dir / "node_modules" / package).is_dir() for package in packages):
         return
     npm = shutil.which("npm")
@@ -157,6 +165,8 @@ class PlayerHandler(SimpleHTTPRequestHandler):
             return self._send(self.wheel, "application/zip")
         if path == "/py/index.json":
             return self._send(json.dumps({"wheel": wheel_name()}).encode(), "application/json")
+        if path.startswith("/py/mujoco/") and path[len("/py/mujoco/") :] in MUJOCO_XML:
+            return self._send(gymnasium_xml(path[len("/py/mujoco/") :]).read_bytes(), self.guess_type(path))
         if path.startswith("/py/") and (body := asset(path[len("/py/") :])) is not None:
             return self._send(body, self.guess_type(path))
         if path.startswith("/export/"):

@@ -3,7 +3,9 @@
 The folder holds what `thrust web` serves, as plain files: the page (web/), the few npm files it
 loads (Pyodide's runtime and standard library, onnxruntime-web's WebGPU/wasm build, TensorFlow.js and
 protobufjs for the Train mode), Thrust's core wheel with `py/index.json`, the Train mode's presets and
-ONNX templates under `py/`, the chosen bundles under `export/` and a static `export/index.json`.
+ONNX templates under `py/`, the chosen bundles under `export/` and a static `export/index.json`; and, only
+when a chosen bundle is for a MuJoCo robot, MuJoCo's wasm build (`mujoco-js`, ~11 MB) with gymnasium's XML of
+those robots under `py/mujoco/`.
 Every URL in the page is relative, so the folder works under a sub-path (GitHub Pages, an S3
 prefix, `python -m http.server` from a parent folder) with no Thrust process behind it.
 
@@ -19,6 +21,8 @@ import shutil
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
+from ..envs.core import playing_locomotion
+from ..envs.mujoco_physics import gymnasium_xml
 from ..interop.bundle import BundleError, bundle_dirs, find_bundle, load_bundle
 from ..runs.staging import install, staged_folder
 from .core_wheel import build_core_wheel, wheel_name
@@ -44,6 +48,8 @@ NPM_FILES = (
     "@tensorflow/tfjs-backend-webgpu/dist/tf-backend-webgpu.min.js",
     "protobufjs/dist/protobuf.min.js",
 )
+#: What a MuJoCo bundle adds: MuJoCo's wasm build, one file with the wasm inside.
+MUJOCO_NPM_FILES = ("mujoco-js/dist/mujoco_wasm.js",)
 #: The page's own files, relative to web/: its HTML, its style and every module under src/.
 PAGE_FILES = ("index.html", "styles.css", *sorted(str(p.relative_to(WEB_DIR)) for p in (WEB_DIR / "src").rglob("*.js")))
 #: Marks a folder this command wrote, so rebuilding may replace it and nothing else is ever deleted.
@@ -83,9 +89,12 @@ def build_site(
     with staged_folder(out) as staging:
         for name in PAGE_FILES:
             _copy(web_dir / name, staging / name)
-        for name in NPM_FILES:
+        robots = {task.xml_file for folder in folders if (task := playing_locomotion(load_bundle(folder).manifest))}
+        for name in NPM_FILES + (MUJOCO_NPM_FILES if robots else ()):
             _copy(web_dir / "node_modules" / name, staging / "node_modules" / name)
-        (staging / "py").mkdir()
+        for xml_file in sorted(robots):
+            _copy(gymnasium_xml(xml_file), staging / "py" / "mujoco" / xml_file)
+        (staging / "py").mkdir(exist_ok=True)
         (staging / "py" / wheel_name()).write_bytes(build_core_wheel())
         (staging / "py" / "index.json").write_text(json.dumps({"wheel": wheel_name()}))
         for path in ASSET_PATHS:  # the Train mode's presets and export templates

@@ -21,11 +21,12 @@ const toObject = (proxy) => {
   return value;
 };
 
-// One env instance in Python. Observations come back as plain arrays of numbers.
+// One env instance in Python (the core named `envId`, or the `core` given). Observations come back as plain
+// arrays of numbers.
 export class PyEnv {
-  constructor(python, envId) {
+  constructor(python, envId, core = python.cores.make_core(envId)) {
     this.python = python;
-    this.core = python.cores.make_core(envId);
+    this.core = core;
     this.envId = envId;
     this.observationShape = Array.from(this.core.observation_space.shape);
     const space = this.core.action_space;

@@ -163,6 +163,29 @@ function minatar(ctx, s) {
   }
 }
 
+// A MuJoCo robot from its geoms (locomotion.py's render_state): capsules as round-capped strokes as thick as they
+// are, spheres as discs, the floor as a line with a mark every metre; seen from the side (x, z) or from above (x, y)
+// for the swimmer, the view following the root so the marks show its speed.
+function mujoco(ctx, s) {
+  const { width: w, height: h } = ctx.canvas;
+  const top = s.view === "top";
+  const scale = h / (top ? 2.5 : 2.2); // pixels per metre
+  const toX = (x) => w / 2 + (x - s.root_x) * scale;
+  const toY = (v) => (top ? h / 2 : h * 0.85) - v * scale;
+  for (let metre = Math.floor(s.root_x - w / 2 / scale); metre <= s.root_x + w / 2 / scale; metre++) {
+    line(ctx, toX(metre), top ? 0 : toY(0), toX(metre), top ? h : toY(0) + 8, 1, C.muted);
+  }
+  if (!top) line(ctx, 0, toY(0), w, toY(0), 2, C.ink);
+  for (const g of s.geoms) {
+    const [v, axis] = top ? [g.y, g.axis_y] : [g.z, g.axis_z];
+    if (g.type === 2) disc(ctx, toX(g.x), toY(v), g.radius * scale, C.accent);
+    else if (g.type !== 0) {
+      const [dx, dv] = [g.axis_x * g.half_length, axis * g.half_length];
+      line(ctx, toX(g.x - dx), toY(v - dv), toX(g.x + dx), toY(v + dv), Math.max(2, 2 * g.radius * scale), C.accent);
+    }
+  }
+}
+
 const DRAW = {
   "thrust/CartPole-v0": cartpole,
   "thrust/Pendulum-v0": pendulum,
@@ -176,6 +199,10 @@ const DRAW = {
   "thrust/Acrobot-v0": acrobot,
   "thrust/MinAtarBreakout-v0": minatar,
   "thrust/MinAtarSpaceInvaders-v0": minatar,
+  "HalfCheetah-v5": mujoco,
+  "Hopper-v5": mujoco,
+  "Walker2d-v5": mujoco,
+  "Swimmer-v5": mujoco,
 };
 
 export function draw(canvas, envId, state) {

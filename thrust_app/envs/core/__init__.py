@@ -14,6 +14,7 @@ from .base import Box, CoreEnv, Discrete, EnvError, EpisodeOverError, InvalidAct
 from .cards import Cards
 from .cartpole import CartPole
 from .hidden_velocity import CartPoleNoVel, PendulumNoVel
+from .locomotion import LOCOMOTION_TASKS, LocomotionCore, LocomotionTask
 from .minatar import MinAtarBreakout, MinAtarSpaceInvaders
 from .mountain_car import MountainCar, MountainCarContinuous
 from .pendulum import Pendulum
@@ -63,16 +64,31 @@ PIPELINE_TWINS: dict[tuple[str, str], str] = {
 }
 
 
+def _pipeline(manifest: dict[str, Any]) -> tuple[str, int]:
+    pipeline = manifest.get("observation", {}).get("pipeline") or {}
+    return pipeline.get("env_wrapper", "none"), pipeline.get("frame_stack", 1)
+
+
 def playing_core(manifest: dict[str, Any]) -> str | None:
     """The core a bundle's episodes run on (the player, Python's playback): its env's own core, or the core that
     reproduces its gymnasium env inside its pipeline; None when none does."""
-    pipeline = manifest.get("observation", {}).get("pipeline") or {}
-    wrapper, stack = pipeline.get("env_wrapper", "none"), pipeline.get("frame_stack", 1)
+    wrapper, stack = _pipeline(manifest)
     if stack != 1:
         return None
     if wrapper == "none" and manifest["env_id"] in CORE_ENVS:
         return manifest["env_id"]
     return PIPELINE_TWINS.get((manifest["env_id"], wrapper))
+
+
+def playing_locomotion(manifest: dict[str, Any]) -> LocomotionTask | None:
+    """The MuJoCo locomotion task a bundle's episodes run on (the locomotion core over the desktop's or the tab's
+    MuJoCo), or None."""
+    return LOCOMOTION_TASKS.get(manifest["env_id"]) if _pipeline(manifest) == ("none", 1) else None
+
+
+def locomotion_core(env_id: str, physics: Any) -> LocomotionCore:
+    """gymnasium's `env_id` (a LOCOMOTION_TASKS key) as a core over `physics` (see locomotion.py)."""
+    return LocomotionCore(LOCOMOTION_TASKS[env_id], physics)
 
 
 class UnknownEnvError(EnvError, ValueError):
@@ -102,6 +118,7 @@ def make_core(name: str, **kwargs: Any) -> CoreEnv:
 __all__ = [
     "ALIASES",
     "CORE_ENVS",
+    "LOCOMOTION_TASKS",
     "PIPELINE_TWINS",
     "Acrobot",
     "Box",
@@ -113,6 +130,8 @@ __all__ = [
     "EnvError",
     "EpisodeOverError",
     "InvalidActionError",
+    "LocomotionCore",
+    "LocomotionTask",
     "MountainCar",
     "MountainCarContinuous",
     "MultiDiscrete",
@@ -122,8 +141,10 @@ __all__ = [
     "Snake",
     "StepResult",
     "UnknownEnvError",
+    "locomotion_core",
     "make_core",
     "playing_core",
+    "playing_locomotion",
     "resolve_env_id",
     "valid_names",
 ]

@@ -8,15 +8,15 @@ const toBase64 = (bytes) => btoa(Array.from(bytes, (b) => String.fromCharCode(b)
 
 // `ready`: the page's start-up (Python, the bundle list); `trainPanel`: the Train mode (train/panel.js).
 export function installAutomation(ready, trainPanel) {
-  // One whole episode of the bundle named `bundle`, as fast as it goes.
-  async function runEpisode({ bundle, seed = 0, ep = "auto", maxSteps = 100000 } = {}) {
+  // One whole episode of the bundle named `bundle`, as fast as it goes (`observations`: return them too).
+  async function runEpisode({ bundle, seed = 0, ep = "auto", maxSteps = 100000, observations = false } = {}) {
     await ready;
     if (!state.bundle || state.bundle.name !== bundle || state.epRequest !== ep) {
       // the active bundle (one trained or dropped in this tab) by its name; any other from export/
       await activate(state.bundle?.name === bundle ? state.bundle : fetchBundle(bundle), ep);
     }
     setPlaying(false);
-    return exclusive(() => playEpisode(seed, maxSteps));
+    return exclusive(() => playEpisode(seed, maxSteps, observations));
   }
 
   // Inference timing for benches/onnx_policies.py: per-call milliseconds of batches of `batch` observations.
@@ -59,6 +59,10 @@ export function installAutomation(ready, trainPanel) {
     },
     get timings() {
       return { pyodideStartupMs: state.python?.startupMs ?? null, firstFrameMs: state.firstFrameMs };
+    },
+    // the MuJoCo build the active bundle's robot runs on (mj_versionString), or null
+    get mujocoVersion() {
+      return state.env?.physics?.version ?? null;
     },
     get activeEp() {
       return state.policy?.ep ?? null;

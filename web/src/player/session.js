@@ -1,6 +1,7 @@
 // The active bundle and its episode: loading a bundle onto an execution provider (one onnxruntime session
 // at a time, the user's last choice winning), stepping, resetting and playing episodes.
 import { PyEnv } from "../env.js";
+import { locomotionEnv } from "../mujoco.js";
 import { checkBundle, choosePolicy } from "../policy.js";
 import { exclusive, median, state } from "./state.js";
 import { $, chosenSeed, render, setBusy, showControls, showError, showPlaying } from "./ui.js";
@@ -21,22 +22,30 @@ function deactivate() {
   showControls(false);
 }
 
-// The env a bundle plays, checked to be one of Thrust's and to give the observations its model takes.
+// The env a bundle plays, checked to be one of Thrust's and to give the observations its model takes: a core, or a
+// MuJoCo robot (the locomotion core over MuJoCo's wasm build, fetched only then).
 async function envFor(bundle) {
   await checkBundle(state.python, bundle.manifest, bundle.model);
   const { env_id: trainedOn, observation } = bundle.manifest;
   // its env's core, or the core that reproduces its gymnasium env inside its pipeline (MinAtar's games)
   const manifest = state.python.pyodide.toPy(bundle.manifest);
   const envId = state.python.cores.playing_core(manifest);
+  const task = state.python.cores.playing_locomotion(manifest);
   manifest.destroy();
-  if (envId === undefined)
-    throw new Error(`the bundle is for ${trainedOn}, which the player cannot run (Thrust's envs only)`);
+  if (envId === undefined && task === undefined)
+    throw new Error(`the bundle is for ${trainedOn}, which the player cannot run (Thrust's envs and MuJoCo's runners)`);
+  let env;
+  if (task === undefined) env = new PyEnv(state.python, envId);
+  else {
+    const xmlFile = task.xml_file;
+    task.destroy();
+    env = await locomotionEnv(state.python, trainedOn, xmlFile);
+  }
   const shape = JSON.stringify(observation.shape);
-  const env = new PyEnv(state.python, envId);
   if (shape !== JSON.stringify(env.observationShape)) {
     env.destroy();
     throw new Error(
-      `the model takes observations of shape ${shape}, but ${envId} gives ${JSON.stringify(env.observationShape)}: it does not fit this env`,
+      `the model takes observations of shape ${shape}, but ${env.envId} gives ${JSON.stringify(env.observationShape)}: it does not fit this env`,
     );
   }
   return env;
@@ -116,13 +125,16 @@ export function stepOnce() {
   });
 }
 
-// One whole episode from `seed`, as fast as it goes (drawn once, at the end): its actions and timings.
-export async function playEpisode(seed, maxSteps) {
+// One whole episode from `seed`, as fast as it goes (drawn once, at the end): its actions and timings, and with
+// `keepObservations` the observation each action answered.
+export async function playEpisode(seed, maxSteps, keepObservations = false) {
   resetEpisode(seed);
   const started = performance.now();
   const actions = [];
   const latencies = [];
+  const observations = [];
   while (!state.done && state.steps < maxSteps) {
+    if (keepObservations) observations.push(Array.from(state.obs));
     const { action, ms } = await advance();
     latencies.push(ms);
     actions.push(action);
@@ -133,6 +145,7 @@ export async function playEpisode(seed, maxSteps) {
   const stepsPerSecond = state.steps / ((performance.now() - started) / 1000);
   return {
     actions,
+    observations: keepObservations ? observations : undefined,
     episodeReturn: state.episodeReturn,
     steps: state.steps,
     ep: state.policy.ep,
