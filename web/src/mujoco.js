@@ -89,15 +89,20 @@ export class MujocoPhysics {
   }
 }
 
-// gymnasium's `envId` (HalfCheetah-v5, ...) in the tab: the locomotion core over MuJoCo's wasm build.
+// gymnasium's `envId` (HalfCheetah-v5, ...) in the tab: the locomotion core over MuJoCo's wasm build, which it
+// releases with the core.
+class LocomotionEnv extends PyEnv {
+  constructor(python, envId, physics) {
+    super(python, envId, python.cores.locomotion_core(envId, physics));
+    this.physics = physics;
+  }
+
+  destroy() {
+    super.destroy();
+    this.physics.delete();
+  }
+}
+
 export async function locomotionEnv(python, envId, xmlFile) {
-  const physics = await MujocoPhysics.load(xmlFile);
-  const env = new PyEnv(python, envId, python.cores.locomotion_core(envId, physics));
-  const release = env.destroy.bind(env);
-  env.physics = physics;
-  env.destroy = () => {
-    release();
-    physics.delete();
-  };
-  return env;
+  return new LocomotionEnv(python, envId, await MujocoPhysics.load(xmlFile));
 }

@@ -165,7 +165,7 @@ function minatar(ctx, s) {
 
 // A MuJoCo robot from its geoms (locomotion.py's render_state): capsules as round-capped strokes as thick as they
 // are, spheres as discs, the floor as a line with a mark every metre; seen from the side (x, z) or from above (x, y)
-// for the swimmer, the view following the root so the marks show its speed.
+// for the swimmer, the view following the root so the marks show its speed, and the distance covered.
 function mujoco(ctx, s) {
   const { width: w, height: h } = ctx.canvas;
   const top = s.view === "top";
@@ -176,6 +176,9 @@ function mujoco(ctx, s) {
     line(ctx, toX(metre), top ? 0 : toY(0), toX(metre), top ? h : toY(0) + 8, 1, C.muted);
   }
   if (!top) line(ctx, 0, toY(0), w, toY(0), 2, C.ink);
+  ctx.fillStyle = C.ink;
+  ctx.font = "14px sans-serif";
+  ctx.fillText(`x = ${s.root_x.toFixed(1)} m`, 10, 20);
   for (const g of s.geoms) {
     const [v, axis] = top ? [g.y, g.axis_y] : [g.z, g.axis_z];
     if (g.type === 2) disc(ctx, toX(g.x), toY(v), g.radius * scale, C.accent);
