@@ -39,6 +39,7 @@ async function envFor(bundle) {
   else {
     const xmlFile = task.xml_file;
     task.destroy();
+    setBusy(`loading MuJoCo (wasm, 10.5 MiB once per page) and ${xmlFile} for ${bundle.name}`);
     env = await locomotionEnv(state.python, trainedOn, xmlFile);
   }
   const shape = JSON.stringify(observation.shape);
@@ -79,7 +80,8 @@ export function activate(bundleOrPromise, epRequest) {
       }
       Object.assign(state, { bundle, policy, epRequest, latencies: [] });
       $("ep").value = epRequest;
-      $("ep-status").textContent = `active: ${policy.ep} — ${why}`;
+      const physics = env.physics ? `; physics: MuJoCo ${env.physics.version} (wasm)` : "";
+      $("ep-status").textContent = `active: ${policy.ep} — ${why}${physics}`;
       $("caption").textContent = `${bundle.manifest.algo} on ${bundle.manifest.env_id} (${bundle.name})`;
       resetEpisode(chosenSeed());
       state.firstFrameMs ??= performance.now();
