@@ -76,6 +76,7 @@ def test_envs_lists_the_cores_and_the_families_with_presets(capsys, monkeypatch)
     out = capsys.readouterr().out
     assert "thrust/CartPole-v0" in out and "ALE/Breakout-v5" in out
     assert 'MinAtar/Breakout-v1    (not installed: pip install "thrust_app[minatar]")' in out
+    assert "of MuJoCo's, HalfCheetah-v5, Hopper-v5, Walker2d-v5, Swimmer-v5." in out  # what plays in the browser
 
 
 def test_train_help_names_every_algorithm(capsys):

@@ -21,7 +21,7 @@ def _cmd_demo(args: argparse.Namespace) -> int:
 
 
 def _cmd_envs(args: argparse.Namespace) -> int:
-    from .envs.core import ALIASES, make_core
+    from .envs.core import ALIASES, LOCOMOTION_TASKS, make_core
 
     alias_width, id_width = max(map(len, ALIASES)), max(map(len, ALIASES.values()))
     for alias, env_id in ALIASES.items():
@@ -37,6 +37,8 @@ def _cmd_envs(args: argparse.Namespace) -> int:
         here = "installed" if importlib.util.find_spec(module) else f'not installed: pip install "thrust_app[{extra}]"'
         print(f"  {family:9s} e.g. {example:22s} ({here})")
     print("  memory    the zoo's velocity-free envs, e.g. CartPoleNoVel-v1, PendulumNoVel-v1 (recurrent_ppo presets)")
+    robots = ", ".join(LOCOMOTION_TASKS)
+    print(f"\nThe browser player (thrust web) plays every env above and MinAtar's v1 games; of MuJoCo's, {robots}.")
     return 0
 
 
