@@ -28,7 +28,7 @@ needs_browser = pytest.mark.skipif(
 #: the last bit, and the same actions give the same physics to 1.4e-9); a trained runner's gallop is chaotic and
 #: parts after 8-26 steps (the reference bundle, tests/web/test_player.py). The Hopper parts ways at its foot's
 #: first floor contact (env step 8): MuJoCo changed its Hopper in 3.5.0 (Python's 3.3.7 and 3.4.0 equal the wasm
-#: build's 3.3.8 to 7e-15; 3.5.0 to 3.17.0 do not), so the tab's Hopper is MuJoCo 3.3.8's.
+#: build's 3.3.8 to 7e-15; 3.5.0 to 3.17.0 and 4.0.1 do not), so the tab's Hopper is MuJoCo 3.3.8's.
 ROBOTS = [("HalfCheetah-v5", "sac", None), ("Walker2d-v5", "td3", None), ("Hopper-v5", "td3", 7)]
 
 
