@@ -1,4 +1,4 @@
-"""Training in the browser tab: seconds to solve CartPole with the player's Train mode, per backend.
+"""Training in the browser tab: seconds to solve an env (CartPole by default) with the player's Train mode, per backend.
 
 Real headless Debian Chromium on `thrust web`'s server (cross-origin isolated), driven through
 `thrustPlayer.trainInBrowser`. For each backend and seed: wall seconds from the first rollout to the
@@ -8,8 +8,10 @@ long a queued task waits (what a click would wait): the page must stay responsiv
 result is built into a bundle and loaded into onnxruntime-web (the first time: its wasm compiles) is
 reported apart.
 
-    python benches/browser_training.py [--backends wasm,cpu,webgpu] [--seeds 5] [--preset fast]
-                                       [--max-seconds 120] [--json PATH]
+    python benches/browser_training.py [--env cartpole] [--backends wasm,cpu,webgpu] [--seeds 5]
+                                       [--preset fast] [--max-seconds 120] [--json PATH]
+
+e.g. `--env acrobot --preset default` (the zoo's preset, observations and rewards normalised in the tab).
 
 A backend whose run hits --max-seconds reports its steps/s and update time, unsolved; WebGPU here is
 SwiftShader (a software adapter), so its row says "works", not "fast".
@@ -40,6 +42,7 @@ WATCH_MAIN_THREAD = """() => {
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--env", default="cartpole", help="an env the Train mode offers (py/training.json)")
     parser.add_argument("--backends", default="wasm,cpu", help="comma-separated: wasm, cpu, webgpu")
     parser.add_argument("--seeds", type=int, default=5)
     parser.add_argument("--preset", default="fast")
@@ -52,7 +55,7 @@ def main() -> None:
             for seed in range(args.seeds):
                 page.evaluate(WATCH_MAIN_THREAD)
                 request = {
-                    "env": "cartpole",
+                    "env": args.env,
                     "preset": args.preset,
                     "seed": seed,
                     "backend": backend,
@@ -70,6 +73,7 @@ def main() -> None:
                     "seconds": result["seconds"],
                     "eval_seconds": result["evalSeconds"],
                     "steps": result["steps"],
+                    "eval_mean": result["evalMean"],
                     "steps_per_s": result["stepsPerSecond"],
                     "update_ms": result["updateMs"],
                     "main_thread_lag_max_ms": max(lags),
@@ -80,13 +84,16 @@ def main() -> None:
                 print(
                     f"{row['backend']:>18} seed {seed}: {'solved' if row['solved'] else 'NOT solved'} in "
                     f"{row['seconds']:.1f} s ({row['eval_seconds']:.1f} s evaluating), {row['steps']:,} steps, "
+                    f"last eval {row['eval_mean']}, "
                     f"{row['steps_per_s']:,.0f} steps/s, update {row['update_ms']:.1f} ms, "
                     f"main-thread lag max {row['main_thread_lag_max_ms']:.0f} ms (loading the result: "
                     f"{row['lag_loading_result_ms']:.0f} ms)",
                     flush=True,
                 )
-    print("\n| backend | seeds solved | median s to solve | max s | median steps | steps/s | update ms | max lag ms |")
-    print("|---|---:|---:|---:|---:|---:|---:|---:|")
+    print(f"\n{args.env}, preset {args.preset}:")
+    columns = "backend, seeds solved, median s to solve, max s, median steps, median last eval, steps/s, update ms, max lag ms"
+    print("| " + " | ".join(columns.split(", ")) + " |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
     for backend in dict.fromkeys(row["backend"] for row in rows):
         mine = [row for row in rows if row["backend"] == backend]
         solved = [row for row in mine if row["solved"]]
@@ -94,6 +101,7 @@ def main() -> None:
         print(
             f"| {backend} | {len(solved)}/{len(mine)} | {statistics.median(seconds):.1f} | {max(seconds):.1f} | "
             f"{statistics.median(row['steps'] for row in mine):,.0f} | "
+            f"{statistics.median(row['eval_mean'] for row in mine if row['eval_mean'] is not None):.1f} | "
             f"{statistics.median(row['steps_per_s'] for row in mine):,.0f} | "
             f"{statistics.median(row['update_ms'] for row in mine):.1f} | "
             f"{max(row['main_thread_lag_max_ms'] for row in mine):.0f} |"

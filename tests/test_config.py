@@ -3,12 +3,13 @@ before any run folder exists; a bad one is refused naming the problem."""
 
 from __future__ import annotations
 
+import gymnasium
 import pytest
 import torch
 
 from thrust_app.algos import ALGOS
 from thrust_app.config import ConfigError, apply_overrides
-from thrust_app.training.run_spec import make_spec
+from thrust_app.training.run_spec import make_spec, solve_threshold
 from thrust_app.training.trainer import train
 
 QUIET = {"progress": False, "log": lambda _: None}
@@ -143,3 +144,17 @@ def test_gsde_settings_are_checked_in_one_line():
         apply_overrides(PPOConfig(), {"use_sde": True, "sde_sample_freq": 0}, "ppo")
     with pytest.raises(ConfigError, match="sde_sample_freq must be >= -1"):
         apply_overrides(PPOConfig(), {"sde_sample_freq": -2}, "ppo")
+
+
+@pytest.mark.parametrize(
+    ("core", "gymnasium_id"),
+    [
+        ("thrust/CartPole-v0", "CartPole-v1"),
+        ("thrust/Acrobot-v0", "Acrobot-v1"),
+        ("thrust/MountainCar-v0", "MountainCar-v0"),
+        ("thrust/MountainCarContinuous-v0", "MountainCarContinuous-v0"),
+    ],
+)
+def test_a_core_equal_to_a_gymnasium_env_counts_as_solved_where_gymnasium_does(core, gymnasium_id):
+    """The stop-when-solved line (the trainer, the dashboard, the tab's Train mode) is gymnasium's reward_threshold."""
+    assert solve_threshold(core) == gymnasium.spec(gymnasium_id).reward_threshold is not None

@@ -3,9 +3,6 @@
 
 from __future__ import annotations
 
-import os
-from pathlib import Path
-
 import numpy as np
 import pytest
 
@@ -14,13 +11,9 @@ from thrust_app.interop.exporter import export_run
 from thrust_app.interop.playback import onnx_episode
 from thrust_app.training.trainer import train
 from thrust_app.web.browser import player_page
-from thrust_app.web.server import WEB_DIR, PlayerServer
+from thrust_app.web.server import PlayerServer
 
-needs_browser = pytest.mark.skipif(
-    not os.environ.get("THRUST_REQUIRE_BROWSER")
-    and (not Path("/usr/bin/chromium").exists() or not (WEB_DIR / "node_modules" / "pyodide").is_dir()),
-    reason="needs Debian chromium (/usr/bin/chromium) and web/node_modules (npm ci in web/); .ci/run installs both",
-)
+from .test_player import needs_browser  # one definition: Chromium and web/node_modules present
 
 #: Each robot, the algorithm its bundle is trained with, and how many of its steps the tab and Python agree on to
 #: float tolerance (None: all). Measured here: early policies' HalfCheetah and Walker2d agree over whole episodes

@@ -14,14 +14,11 @@ import pytest
 from thrust_app.cli import main
 from thrust_app.interop.playback import onnx_episode
 from thrust_app.web.browser import player_page
-from thrust_app.web.server import REFERENCE_BUNDLES, REFERENCE_DIR, WEB_DIR
+from thrust_app.web.server import REFERENCE_BUNDLES, REFERENCE_DIR
 from thrust_app.web.site import MARKER, MUJOCO_NPM_FILES, NPM_FILES
 
-needs_browser = pytest.mark.skipif(
-    not os.environ.get("THRUST_REQUIRE_BROWSER")
-    and (not Path("/usr/bin/chromium").exists() or not (WEB_DIR / "node_modules" / "pyodide").is_dir()),
-    reason="needs Debian chromium (/usr/bin/chromium) and web/node_modules (npm ci in web/); .ci/run installs both",
-)
+from .test_player import needs_browser  # one definition: Chromium and web/node_modules present
+
 SUB_PATH = "players/thrust/"
 
 

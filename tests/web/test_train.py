@@ -11,6 +11,7 @@ import base64
 import json
 import subprocess
 import sys
+import types
 from pathlib import Path
 
 import numpy as np
@@ -20,9 +21,11 @@ import torch
 from thrust_app.algos.ppo import Minibatch, PPOConfig, ppo_loss
 from thrust_app.algos.rollout import compute_gae
 from thrust_app.envs.core import Box, Discrete
+from thrust_app.envs.vec import BatchStep
 from thrust_app.interop.bundle import OnnxPolicy, load_bundle
 from thrust_app.nets.flat_params import clip_grad_norm_
 from thrust_app.nets.policies import ActorCritic
+from thrust_app.training.normalization import NormalizedVecEnv
 from thrust_app.training.run_spec import make_spec
 from thrust_app.training.trainer import EVAL_SEED_OFFSET
 from thrust_app.web.browser import player_page
@@ -50,8 +53,13 @@ def test_catalog_is_the_desktop_presets():
 def test_template_maps_every_initializer_to_a_layer(env):
     _model, description = policy_template(env)
     layers = len(description["sizes"]) - 1
-    slots = sorted((slot["layer"], slot["kind"]) for slot in description["initializers"].values())
-    assert slots == sorted((layer, kind) for layer in range(layers) for kind in ("weight", "bias"))
+    slots = sorted(
+        (slot["layer"] if slot["layer"] is not None else -1, slot["kind"]) for slot in description["initializers"].values()
+    )
+    normaliser = [(-1, "obs_mean"), (-1, "obs_std")] if description["normalized"] else []
+    assert slots == sorted([(layer, kind) for layer in range(layers) for kind in ("weight", "bias")] + normaliser)
+    # the zoo's Acrobot and MountainCar presets normalise: their bundles take raw observations
+    assert description["normalized"] == (env in ("acrobot", "mountaincar"))
     assert "sha256" not in description["manifest"] and description["manifest"]["env_id"].startswith("thrust/")
 
 
@@ -192,6 +200,67 @@ def test_gae_matches_torch(page):
     np.testing.assert_allclose(np.reshape(got[1], (steps, envs)), returns.numpy(), rtol=1e-5, atol=1e-5)
 
 
+NORMALIZE_IN_PAGE = """async ({ config, first, steps }) => {
+  const { VecNormalizer } = await import("./src/train/normalize.js");
+  const normalizer = new VecNormalizer(config, first[0].length, first.length);
+  normalizer.observe(first.flat(), first.length);
+  const out = [];
+  for (const { obs, rewards, dones } of steps) {
+    normalizer.observe(obs.flat(), obs.length);
+    out.push({ obs: Array.from(normalizer.normalize(obs.flat())), rewards: Array.from(normalizer.rewards(rewards, dones)) });
+  }
+  return out;
+}"""
+
+
+def test_normalisation_matches_python_on_the_same_stream(page):
+    """The tab's VecNormalizer (normalize.js) and Python's NormalizedVecEnv given the same observations, rewards
+    and episode ends give the same normalised observations and rewards (up to float32 rounding)."""
+    rng = np.random.default_rng(0)
+    envs, size, count = 3, 4, 40
+    f32 = lambda a: np.asarray(a, np.float32).astype(np.float64)  # noqa: E731  (observations as envs give them)
+    first = f32(rng.normal(5.0, 3.0, (envs, size)))
+    steps = [
+        {
+            "obs": rng.normal(5.0, 3.0, (envs, size)) * [1, 10, 0.1, 100],
+            "rewards": rng.normal(-1, 2, envs),
+            "dones": rng.random(envs) < 0.1,
+        }
+        for _ in range(count)
+    ]
+    config = {"norm_obs": True, "norm_reward": True, "clip_obs": 2.0, "clip_reward": 3.0, "norm_epsilon": 1e-8, "gamma": 0.95}
+    wire = [{key: value.tolist() for key, value in step.items()} for step in steps]
+    got = page.evaluate(NORMALIZE_IN_PAGE, {"config": config, "first": first.tolist(), "steps": wire})
+    stream = iter(steps)
+
+    def step(_actions):
+        s = next(stream)
+        obs = s["obs"].astype(np.float32)
+        no = np.zeros(envs, bool)
+        return BatchStep(obs, s["rewards"].astype(np.float32), s["dones"], no, obs, None, None)
+
+    space = types.SimpleNamespace(shape=(size,))
+    venv = types.SimpleNamespace(
+        backend=types.SimpleNamespace(name="numpy"),
+        env_id="stream",
+        num_envs=envs,
+        observation_space=space,
+        action_space=None,
+        reset=lambda seed: first.astype(np.float32),
+        step=step,
+    )
+    python = NormalizedVecEnv(venv, norm_obs=True, norm_reward=True, clip_obs=2.0, clip_reward=3.0, gamma=0.95, epsilon=1e-8)
+    python.reset()
+    largest = 0.0
+    for mine in got:
+        theirs = python.step(None)
+        # numpy reduces float32 observations in float32, the page in float64: the statistics differ in float32's last bits
+        np.testing.assert_allclose(np.asarray(mine["obs"], np.float32), theirs.obs.ravel(), rtol=1e-5, atol=1e-6)
+        np.testing.assert_allclose(mine["rewards"], theirs.reward, rtol=1e-6)
+        largest = max(largest, np.abs(theirs.obs).max())
+    assert largest == 2.0  # the clip was reached
+
+
 # --- training, stopping, exporting ----------------------------------------------------------------------
 
 
@@ -242,6 +311,25 @@ def test_cartpole_solves_and_the_bundle_evaluates_to_the_same_return(page, tmp_p
     observations = np.random.default_rng(0).normal(0, 0.5, size=(256, 4)).astype(np.float32)
     tfjs_actions = page.evaluate("obs => window.thrustPlayer.trainedActions(obs)", observations.tolist())
     assert OnnxPolicy(load_bundle(folder)).act(observations).tolist() == tfjs_actions
+
+
+def test_acrobot_trains_on_normalised_observations_and_its_bundle_takes_raw_ones(page, tmp_path):
+    """The zoo's Acrobot preset (normalize: true) solves in the tab; the bundle holds the run's statistics in
+    front of the policy, so onnxruntime on raw observations acts as the tab's policy does."""
+    result = page.evaluate("window.thrustPlayer.trainInBrowser({env: 'acrobot', seed: 0, backend: 'wasm', maxSeconds: 150})")
+    assert result["solved"] and result["evalMean"] >= -100, result
+    folder = saved_bundle(page, tmp_path / "acrobot")
+    assert thrust_eval_mean(folder, 0 + EVAL_SEED_OFFSET) == pytest.approx(result["evalMean"])
+    # raw Acrobot observations: cos and sin of both angles, the speeds within their bounds (4 pi, 9 pi)
+    rng = np.random.default_rng(0)
+    angles, speeds = rng.uniform(-np.pi, np.pi, (256, 2)), rng.uniform(-1, 1, (256, 2)) * [4 * np.pi, 9 * np.pi]
+    observations = np.column_stack(
+        [np.cos(angles[:, 0]), np.sin(angles[:, 0]), np.cos(angles[:, 1]), np.sin(angles[:, 1]), speeds]
+    )
+    observations = observations.astype(np.float32)
+    tfjs_actions = page.evaluate("obs => window.thrustPlayer.trainedActions(obs)", observations.tolist())
+    assert OnnxPolicy(load_bundle(folder)).act(observations).tolist() == tfjs_actions
+    assert len(set(tfjs_actions)) > 1
 
 
 def test_stop_mid_training_keeps_a_playable_policy_and_the_page_responsive(page):

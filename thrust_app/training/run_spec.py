@@ -27,6 +27,10 @@ SOLVED_AT = {
     "thrust/Pendulum-v0": -200.0,
     "CartPole-v1": 475.0,
     "Pendulum-v1": -200.0,
+    # the cores equal to gymnasium's classic-control envs: gymnasium's reward_threshold for each
+    "thrust/Acrobot-v0": -100.0,
+    "thrust/MountainCar-v0": -110.0,
+    "thrust/MountainCarContinuous-v0": 90.0,
 }
 
 

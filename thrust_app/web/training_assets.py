@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 #: The envs the Train mode offers, by alias.
-TRAIN_ENVS = ("bandit", "cartpole", "pendulum")
+TRAIN_ENVS = ("bandit", "cartpole", "pendulum", "acrobot", "mountaincar")
 #: The algorithm the Train mode runs (web/src/train/ppo.js); every preset of it per env is offered.
 ALGO = "ppo"
 
@@ -56,15 +56,18 @@ def training_catalog() -> dict[str, Any]:
     return {"algo": ALGO, "envs": envs, "help": helps, "eval_seed_offset": EVAL_SEED_OFFSET}
 
 
-def trace_initializers(model: Any, linears: list[Any]) -> dict[str, dict[str, Any]]:
+def trace_initializers(model: Any, linears: list[Any], normalizer: Any = None) -> dict[str, dict[str, Any]]:
     """ONNX initializer name -> the layer of `linears` it holds, weight (stored transposed or not) or bias,
-    found by value (each layer was given values no other tensor has)."""
+    or the observation normalizer's mean or std, found by value (each was given values no other tensor has)."""
     import onnx
     import torch
 
     initializers = {}
     for tensor in model.graph.initializer:
         values = torch.from_numpy(onnx.numpy_helper.to_array(tensor).copy())
+        for kind in ("mean", "std") if normalizer is not None else ():
+            if values.shape == getattr(normalizer, kind).shape and torch.equal(values, getattr(normalizer, kind)):
+                initializers[tensor.name] = {"layer": None, "kind": f"obs_{kind}", "transpose": False}
         for index, layer in enumerate(linears):
             if values.shape == layer.weight.shape and torch.equal(values, layer.weight):
                 initializers[tensor.name] = {"layer": index, "kind": "weight", "transpose": True}
@@ -75,6 +78,28 @@ def trace_initializers(model: Any, linears: list[Any]) -> dict[str, dict[str, An
     return initializers
 
 
+def traceable_policy(sizes: list[int], config: dict[str, Any], action_space: Any) -> tuple[Any, list[Any], Any]:
+    """(policy, its Linear layers, its observation normaliser or None) of the exporter's architecture, every
+    tensor given values no other tensor has, so each ONNX initializer can be traced back to what it holds."""
+    import numpy as np
+    import torch
+
+    from ..nets.obs_normalizer import NormalizedPolicy, ObsNormalizer
+    from ..nets.policies import ActingMLP
+
+    policy = ActingMLP(sizes, config["activation"], action_space)
+    linears = [module for module in policy.net if isinstance(module, torch.nn.Linear)]
+    with torch.no_grad():
+        for index, layer in enumerate(linears):
+            layer.weight.copy_(torch.arange(layer.weight.numel()).reshape(layer.weight.shape) + 1000.0 * (2 * index + 1))
+            layer.bias.copy_(torch.arange(layer.bias.numel()) + 1000.0 * (2 * index + 2))
+    if not (config["normalize"] and config["norm_obs"]):
+        return policy, linears, None
+    mean, std = np.arange(sizes[0]) + 100.0, np.arange(sizes[0]) + 200.5  # var chosen so that sqrt(var + eps) = std
+    normalizer = ObsNormalizer(mean, std**2 - config["norm_epsilon"], config["norm_epsilon"], config["clip_obs"])
+    return NormalizedPolicy(policy, normalizer), linears, normalizer
+
+
 @functools.cache
 def policy_template(env: str) -> tuple[bytes, dict[str, Any]]:
     """(ONNX bytes, description) of `env`'s PPO policy graph as `thrust export` writes it.
@@ -82,13 +107,14 @@ def policy_template(env: str) -> tuple[bytes, dict[str, Any]]:
     The description holds the manifest fields the bundle shares with a desktop export (everything but
     sha256 and the training record), the layer sizes, and `initializers`: ONNX initializer name ->
     {"layer": i, "kind": "weight"|"bias", "transpose": bool}, where layer i's weight is stored
-    (in_features, out_features) as the page keeps it (x @ W + b)."""
+    (in_features, out_features) as the page keeps it (x @ W + b). A preset with `normalize` (observations)
+    puts the normaliser in front, as a desktop export of such a run does: clip((obs - mean) / std, -clip_obs,
+    clip_obs) with two more initializers, {"kind": "obs_mean"} and {"kind": "obs_std"} (std = sqrt(var + eps)),
+    so the bundle takes raw observations."""
     import onnx
-    import torch
 
     from ..envs import env_spaces
     from ..interop.exporter import PolicyGraph, base_manifest, export_onnx, output_specs
-    from ..nets.policies import ActingMLP
 
     catalog = training_catalog()
     if env not in catalog["envs"]:
@@ -99,27 +125,21 @@ def policy_template(env: str) -> tuple[bytes, dict[str, Any]]:
     outputs = output_specs(ALGO, action_space)
     n_out = action_space.n if hasattr(action_space, "n") else action_space.size
     sizes = [obs_space.size, *config["hidden"], n_out]
-    policy = ActingMLP(sizes, config["activation"], action_space)
-    linears = [module for module in policy.net if isinstance(module, torch.nn.Linear)]
-    # Every weight gets values no other tensor has, so each initializer can be traced back to its layer.
-    with torch.no_grad():
-        for index, layer in enumerate(linears):
-            layer.weight.copy_(torch.arange(layer.weight.numel()).reshape(layer.weight.shape) + 1000.0 * (2 * index + 1))
-            layer.bias.copy_(torch.arange(layer.bias.numel()) + 1000.0 * (2 * index + 2))
+    policy, linears, normalizer = traceable_policy(sizes, config, action_space)
     discrete = not hasattr(action_space, "low")
     with tempfile.TemporaryDirectory() as folder:
         path = Path(folder) / "policy.onnx"
         export_onnx(PolicyGraph(policy, discrete).eval(), tuple(obs_space.shape), outputs, path)
         manifest = base_manifest(entry["env_id"], ALGO, tuple(obs_space.shape), action_space, outputs, path)
         model = onnx.load(str(path))
-    initializers = trace_initializers(model, linears)
-    if len(initializers) != 2 * len(linears):
+    initializers = trace_initializers(model, linears, normalizer)
+    if len(initializers) != 2 * len(linears) + (2 if normalizer is not None else 0):
         raise RuntimeError(
             f"the exported {env} graph holds its weights in a form the page cannot fill: {sorted(initializers)}"
         )
     del manifest["sha256"]
     description = {"manifest": manifest, "sizes": sizes, "activation": config["activation"], "initializers": initializers}
-    return model.SerializeToString(), description
+    return model.SerializeToString(), description | {"normalized": normalizer is not None}
 
 
 def onnx_schema() -> bytes:

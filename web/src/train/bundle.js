@@ -33,19 +33,31 @@ function transpose(values, [rows, cols]) {
   return out;
 }
 
-// weights: per layer {W (in, out), b, shape: [in, out]} (ActorCritic.policyWeights()); fields: manifest
-// additions (training, config, command). Returns {manifest, model} as the player and `thrust eval` read them.
-export async function buildBundle(template, weights, fields) {
+// What the template's initializer `slot` holds, from the trained weights or the normaliser's statistics.
+function initializerValues(slot, weights, normalizer) {
+  if (slot.kind === "obs_mean") return normalizer.mean;
+  if (slot.kind === "obs_std") return normalizer.std;
+  const layer = weights[slot.layer];
+  if (slot.kind === "bias") return layer.b;
+  return slot.transpose ? transpose(layer.W, layer.shape) : layer.W;
+}
+
+// weights: per layer {W (in, out), b, shape: [in, out]} (ActorCritic.policyWeights()); normalizer: the run's
+// observation {mean, std} (VecNormalizer.statistics()) when the template has a normaliser in front, else null;
+// fields: manifest additions (training, config, command). Returns {manifest, model} as the player and
+// `thrust eval` read them.
+export async function buildBundle(template, weights, normalizer, fields) {
   const ModelProto = await onnxModelProto();
   const model = ModelProto.decode(template.model);
   const { initializers, sizes } = template.description;
   if (weights.length !== sizes.length - 1)
     throw new Error(`the template has ${sizes.length - 1} layers, the trained policy ${weights.length}`);
+  if (template.description.normalized !== (normalizer !== null))
+    throw new Error("the template and the trained policy disagree on observation normalisation");
   for (const tensor of model.graph.initializer) {
     const slot = initializers[tensor.name];
     if (!slot) continue;
-    const layer = weights[slot.layer];
-    const values = slot.kind === "bias" ? layer.b : slot.transpose ? transpose(layer.W, layer.shape) : layer.W;
+    const values = initializerValues(slot, weights, normalizer);
     if (values.length !== tensor.dims.reduce((a, b) => a * Number(b), 1))
       throw new Error(`initializer ${tensor.name} holds ${tensor.dims} values, the trained layer ${values.length}`);
     tensor.raw_data = new Uint8Array(Float32Array.from(values).buffer); // little-endian float32, as ONNX stores raw data

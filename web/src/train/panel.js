@@ -213,7 +213,7 @@ export function setupTrainPanel({ playBundle, showError }) {
     try {
       const result = await state.running;
       result.receivedAt = performance.now(); // the worker is done; building and loading the bundle follow
-      const bundle = await buildBundle(await template, result.weights, {
+      const bundle = await buildBundle(await template, result.weights, result.normalizer, {
         training: {
           timesteps: result.steps,
           eval_mean: result.evalMean,

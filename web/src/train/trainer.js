@@ -1,6 +1,8 @@
 // The Train mode's training loop: Thrust's pure-Python env cores (Pyodide, thrust_app/envs/core/vector.py)
 // stepped as one batch per call, PPO in TensorFlow.js (ppo.js). It reads as the desktop trainer does:
 // collect a rollout, compute GAE, update, evaluate on schedule, report, stop at the solve or the budget.
+// A preset with `normalize` trains on normalised observations and rewards (normalize.js), as the desktop does.
+import { VecNormalizer } from "./normalize.js";
 import { ActorCritic, computeGae, LOG_NAMES, makeRng, minibatchStep, schedule } from "./ppo.js";
 import { tf } from "./tf.js";
 
@@ -56,10 +58,23 @@ export class BrowserPPO {
       this.rng,
     );
     this.optimizer = tf.train.adam(this.config.learning_rate, 0.9, 0.999, 1e-5);
+    this.normalizer = this.config.normalize ? new VecNormalizer(this.config, this.obsSize, this.config.n_envs) : null;
     this.step = 0;
-    this.obs = toJsOnce(this.vec.reset());
+    this.obs = this.observe(toJsOnce(this.vec.reset()), this.config.n_envs);
     this.updateMs = [];
     this.evals = [];
+  }
+
+  // Raw observations from the cores into the normaliser's statistics, and out normalised (as they are without one).
+  observe(raw, rows) {
+    if (!this.normalizer) return raw;
+    this.normalizer.observe(raw, rows);
+    return this.normalizer.normalize(raw);
+  }
+
+  // Raw observations as the policy sees them, the statistics unchanged (evaluation, a bundle's inputs).
+  normalized(raw) {
+    return this.normalizer ? this.normalizer.normalize(raw) : raw;
   }
 
   // The policy head and values of observations (host arrays in, host arrays out). Reads are asynchronous:
@@ -142,21 +157,20 @@ export class BrowserPPO {
       rollout.actions.set(actions, t * N * actSize);
       rollout.logProbs.set(logProbs, t * N);
       rollout.values.set(value, t * N);
-      const [obs, rewards, terminated, truncated, truncatedObs, finished] = toJsOnce(this.vec.step(envActions));
+      const [rawObs, rawRewards, terminated, truncated, truncatedObs, finished] = toJsOnce(this.vec.step(envActions));
+      const obs = this.observe(rawObs, N);
+      const dones = terminated.map((ended, env) => ended || truncated[env]);
+      const rewards = this.normalizer ? this.normalizer.rewards(rawRewards, dones) : rawRewards;
       if (truncatedObs.length) {
-        const bootstrap = (
-          await this.forward(
-            truncatedObs.flatMap(([, final]) => final),
-            truncatedObs.length,
-          )
-        ).value;
+        const finals = this.normalized(truncatedObs.flatMap(([, final]) => final));
+        const bootstrap = (await this.forward(finals, truncatedObs.length)).value;
         truncatedObs.forEach(([env], i) => {
           rewards[env] += gamma * bootstrap[i];
         });
       }
       for (let env = 0; env < N; env++) {
         rollout.rewards[t * N + env] = rewards[env];
-        rollout.dones[t * N + env] = terminated[env] || truncated[env] ? 1 : 0;
+        rollout.dones[t * N + env] = dones[env] ? 1 : 0;
       }
       rollout.episodes.push(...finished.map(([ret, length]) => ({ step: this.step + (t + 1) * N, ret, length })));
       this.obs = obs;
@@ -240,7 +254,7 @@ export class BrowserPPO {
   // eval_episodes greedy episodes side by side (as thrust_app/training/evaluation.py), seeds seed + offset + i.
   async evaluate() {
     const episodes = this.run.eval_episodes;
-    let obs = toJsOnce(this.evalVec.reset());
+    let obs = this.normalized(toJsOnce(this.evalVec.reset()));
     const returns = new Array(episodes).fill(0);
     const live = new Array(episodes).fill(true);
     while (live.some(Boolean)) {
@@ -251,7 +265,7 @@ export class BrowserPPO {
         returns[i] += rewards[i];
         if (terminated[i] || truncated[i]) live[i] = false;
       }
-      obs = next;
+      obs = this.normalized(next);
     }
     const mean = returns.reduce((a, b) => a + b, 0) / episodes;
     return { step: this.step, mean, min: Math.min(...returns), max: Math.max(...returns) };
@@ -317,7 +331,8 @@ export class BrowserPPO {
 
   // Greedy actions for given observations (what the exported bundle must reproduce).
   async actions(observations) {
-    return this.greedy((await this.forward(observations.flat(), observations.length)).head, observations.length);
+    const obs = this.normalized(observations.flat());
+    return this.greedy((await this.forward(obs, observations.length)).head, observations.length);
   }
 
   dispose() {

@@ -93,6 +93,7 @@ const handlers = {
       backendWhy: chosen.why,
       backendTimings: chosen.timings,
       weights: await state.trainer.net.policyWeights(),
+      normalizer: state.trainer.normalizer?.statistics() ?? null,
       evals: state.trainer.evals,
     };
   },
