@@ -44,9 +44,9 @@ def test_catalog_is_the_desktop_presets():
     assert json.dumps(fast["config"]) == json.dumps(spec.config)  # the same values
     assert (fast["timesteps"], fast["eval_every"], fast["stop_at_return"]) == (spec.timesteps, spec.eval_every, 475.0)
     assert "GAE lambda" in catalog["help"]["gae_lambda"]
-    # Pendulum's default preset uses gSDE, which the tab's PPO lacks: the tab offers its preset without it
-    assert list(catalog["envs"]["pendulum"]["presets"]) == ["no-sde"]
-    assert not catalog["envs"]["pendulum"]["presets"]["no-sde"]["config"]["use_sde"]
+    # the tab's PPO has gSDE: Pendulum's and MountainCarContinuous's zoo presets (gSDE) are offered as they are
+    assert list(catalog["envs"]["pendulum"]["presets"]) == ["default", "no-sde"]
+    assert catalog["envs"]["mountaincar-continuous"]["presets"]["default"]["config"]["use_sde"]
 
 
 @pytest.mark.parametrize("env", TRAIN_ENVS)
@@ -58,8 +58,8 @@ def test_template_maps_every_initializer_to_a_layer(env):
     )
     normaliser = [(-1, "obs_mean"), (-1, "obs_std")] if description["normalized"] else []
     assert slots == sorted([(layer, kind) for layer in range(layers) for kind in ("weight", "bias")] + normaliser)
-    # the zoo's Acrobot and MountainCar presets normalise: their bundles take raw observations
-    assert description["normalized"] == (env in ("acrobot", "mountaincar"))
+    # the zoo's Acrobot and MountainCar (both) presets normalise: their bundles take raw observations
+    assert description["normalized"] == (env in ("acrobot", "mountaincar", "mountaincar-continuous"))
     assert "sha256" not in description["manifest"] and description["manifest"]["env_id"].startswith("thrust/")
 
 
@@ -118,11 +118,18 @@ def page(server):  # noqa: F811
 
 
 @pytest.mark.parametrize("backend", ["wasm", "cpu", "webgpu"])
-@pytest.mark.parametrize(("space", "clip_range_vf"), [(Discrete(3), 0.0), (Box((-2.0, -1.0), (2.0, 1.0), (2,)), 0.3)])
-def test_one_update_matches_torch(page, backend, space, clip_range_vf):
+@pytest.mark.parametrize(
+    ("space", "clip_range_vf", "sde"),
+    [
+        (Discrete(3), 0.0, False),
+        (Box((-2.0, -1.0), (2.0, 1.0), (2,)), 0.3, False),
+        (Box((-2.0, -1.0), (2.0, 1.0), (2,)), 0.0, True),  # gSDE: sigma(s) from the policy's features
+    ],
+)
+def test_one_update_matches_torch(page, backend, space, clip_range_vf, sde):
     torch.manual_seed(1)
     obs_size, rows = 4, 64
-    net = ActorCritic((obs_size,), space, (64, 64), "tanh", log_std_init=-0.3)
+    net = ActorCritic((obs_size,), space, (64, 64), "tanh", log_std_init=-0.3, sde_sample_freq=-1 if sde else None)
     config = PPOConfig(clip_range_vf=clip_range_vf, ent_coef=0.01, vf_coef=0.5, max_grad_norm=0.5)
     obs = torch.randn(rows, obs_size)
     discrete = isinstance(space, Discrete)
@@ -147,6 +154,7 @@ def test_one_update_matches_torch(page, backend, space, clip_range_vf):
         "discrete": discrete,
         "hidden": [64, 64],
         "activation": "tanh",
+        "sde": sde,
     }
     if not discrete:
         spec |= {"low": list(space.low), "high": list(space.high)}
@@ -330,6 +338,22 @@ def test_acrobot_trains_on_normalised_observations_and_its_bundle_takes_raw_ones
     tfjs_actions = page.evaluate("obs => window.thrustPlayer.trainedActions(obs)", observations.tolist())
     assert OnnxPolicy(load_bundle(folder)).act(observations).tolist() == tfjs_actions
     assert len(set(tfjs_actions)) > 1
+
+
+def test_mountaincar_continuous_solves_with_gsde_and_its_bundle_acts_as_the_tab_does(page, tmp_path):
+    """The zoo's MountainCarContinuous preset (one env x 8 steps, gSDE, torch's default init, normalised) reaches
+    the flag in the tab; the bundle's actions on raw observations are the tab policy's means."""
+    result = page.evaluate(
+        "window.thrustPlayer.trainInBrowser({env: 'mountaincar-continuous', seed: 0, backend: 'wasm', maxSeconds: 150})"
+    )
+    assert result["solved"] and result["evalMean"] >= 90, result
+    folder = saved_bundle(page, tmp_path / "mountaincar-continuous")
+    rng = np.random.default_rng(0)
+    observations = np.column_stack([rng.uniform(-1.2, 0.6, 256), rng.uniform(-0.07, 0.07, 256)]).astype(np.float32)
+    tfjs_actions = page.evaluate("obs => window.thrustPlayer.trainedActions(obs)", observations.tolist())
+    onnx_actions = OnnxPolicy(load_bundle(folder)).act(observations)
+    np.testing.assert_allclose(onnx_actions.ravel(), tfjs_actions, atol=1e-4)
+    assert np.ptp(tfjs_actions) > 0.5  # a policy that pushes both ways
 
 
 def test_stop_mid_training_keeps_a_playable_policy_and_the_page_responsive(page):

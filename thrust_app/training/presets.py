@@ -288,6 +288,20 @@ _add(
     ),
 )
 
+# MountainCarContinuous: the zoo's PPO entry (one env x 8 steps, normalised, gSDE with log_std_init -3.29 and
+# torch's default init; its budget is 20k steps).
+_add(
+    "ppo",
+    ("MountainCarContinuous-v0", "thrust/MountainCarContinuous-v0"),
+    Preset(
+        20_000,
+        {"normalize": True, "n_envs": 1, "n_steps": 8, "batch_size": 256, "gamma": 0.9999, "learning_rate": 7.77e-05}
+        | {"ent_coef": 0.00429, "clip_range": 0.1, "n_epochs": 10, "gae_lambda": 0.9, "max_grad_norm": 5.0, "vf_coef": 0.19}
+        | {"use_sde": True, "log_std_init": -3.29, "ortho_init": False},
+        ZOO.format(algo="ppo", env="MountainCarContinuous-v0"),
+    ),
+)
+
 # Acrobot: the zoo's entries for PPO (16 envs x 256 steps, normalised), A2C (16 envs, normalised) and DQN.
 _add(
     "ppo",

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 #: The envs the Train mode offers, by alias.
-TRAIN_ENVS = ("bandit", "cartpole", "pendulum", "acrobot", "mountaincar")
+TRAIN_ENVS = ("bandit", "cartpole", "pendulum", "acrobot", "mountaincar", "mountaincar-continuous")
 #: The algorithm the Train mode runs (web/src/train/ppo.js); every preset of it per env is offered.
 ALGO = "ppo"
 
@@ -41,8 +41,6 @@ def training_catalog() -> dict[str, Any]:
         presets = {}
         for name in preset_names(ALGO, spec.env):
             run = make_spec(ALGO, alias, preset=name)
-            if run.config.get("use_sde"):  # the tab's PPO (web/src/train/ppo.js) has no gSDE: its presets without
-                continue
             presets[name] = {
                 "timesteps": run.timesteps,
                 "eval_every": run.eval_every,

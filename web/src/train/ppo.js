@@ -1,7 +1,8 @@
 // PPO (Schulman et al., 2017) in TensorFlow.js: the same algorithm as thrust_app/algos/ppo.py and
 // on_policy.py — separate policy and value MLPs, GAE, per-minibatch advantage normalisation, the clipped
-// surrogate, optional value clipping, entropy bonus, one global gradient-norm clip, Adam (eps 1e-5), and
-// linear schedules on progress. tests/web/test_train.py holds one update's loss and gradients equal to torch's.
+// surrogate, optional value clipping, entropy bonus, one global gradient-norm clip, Adam (eps 1e-5), linear
+// schedules on progress, and gSDE for Box actions. tests/web/test_train.py holds one update's loss and gradients
+// equal to torch's.
 // Weights are stored (in, out) and applied as x @ W + b.
 import { tf } from "./tf.js";
 
@@ -43,24 +44,55 @@ function orthogonal(rows, cols, gain, rng) {
   return out;
 }
 
-const linear = (rows, cols, gain, rng, name) => ({
-  W: tf.variable(tf.tensor2d(orthogonal(rows, cols, gain, rng), [rows, cols]), true, `${name}.W`),
-  b: tf.variable(tf.zeros([cols]), true, `${name}.b`),
-});
+// torch's nn.Linear initialisation: weights and biases uniform in +-1/sqrt(inputs) (SB3's ortho_init=False).
+const uniform = (count, bound, rng) => Float32Array.from({ length: count }, () => (2 * rng.next() - 1) * bound);
+
+// A layer (in = rows, out = cols): orthogonal weights times `gain` and zero biases, or torch's default (gain null).
+function linear(rows, cols, gain, rng, name) {
+  const bound = 1 / Math.sqrt(rows);
+  const weights = gain === null ? uniform(rows * cols, bound, rng) : orthogonal(rows, cols, gain, rng);
+  const biases = gain === null ? uniform(cols, bound, rng) : new Float32Array(cols);
+  return {
+    W: tf.variable(tf.tensor2d(weights, [rows, cols]), true, `${name}.W`),
+    b: tf.variable(tf.tensor1d(biases), true, `${name}.b`),
+  };
+}
+
+// The identity whose gradient is zero: gSDE's features feed the noise's scale but are not trained by it.
+const stopGradient = tf.customGrad((x) => ({ value: tf.clone(x), gradFunc: (dy) => tf.zerosLike(dy) }));
 
 // Policy and value for PPO: two MLPs over the observation (SB3's default), a categorical over logits
-// (discrete) or a diagonal Gaussian with a learned state-independent log std (Box), as thrust_app/nets/policies.py.
+// (discrete) or a diagonal Gaussian (Box) with a learned state-independent log std, or with gSDE (`sde`;
+// Raffin et al., 2022) state-dependent: sigma_d(s)^2 = sum_i z_i(s)^2 exp(2 log_std_id) + 1e-6, z(s) the policy
+// tower's output, as thrust_app/nets/policies.py. orthoInit false: torch's default initialisation throughout.
 export class ActorCritic {
-  constructor({ obsSize, outSize, discrete, hidden, activation, logStdInit = 0, low = null, high = null }, rng) {
-    Object.assign(this, { obsSize, outSize, discrete, hidden, activation, low, high });
+  constructor(
+    {
+      obsSize,
+      outSize,
+      discrete,
+      hidden,
+      activation,
+      logStdInit = 0,
+      low = null,
+      high = null,
+      sde = false,
+      orthoInit = true,
+    },
+    rng,
+  ) {
+    Object.assign(this, { obsSize, outSize, discrete, hidden, activation, low, high, sde: sde && !discrete });
     const sizes = [obsSize, ...hidden];
-    const tower = (name) => sizes.slice(1).map((size, i) => linear(sizes[i], size, Math.SQRT2, rng, `${name}.${i}`));
+    const gain = (value) => (orthoInit ? value : null);
+    const tower = (name) =>
+      sizes.slice(1).map((size, i) => linear(sizes[i], size, gain(Math.SQRT2), rng, `${name}.${i}`));
     this.policyTower = tower("pi");
     this.valueTower = tower("vf");
     const last = sizes[sizes.length - 1];
-    this.piHead = linear(last, outSize, 0.01, rng, "pi_head");
-    this.vfHead = linear(last, 1, 1.0, rng, "vf_head");
-    this.logStd = discrete ? null : tf.variable(tf.fill([outSize], logStdInit), true, "log_std");
+    this.piHead = linear(last, outSize, gain(0.01), rng, "pi_head");
+    this.vfHead = linear(last, 1, gain(1.0), rng, "vf_head");
+    const stdShape = this.sde ? [last, outSize] : [outSize];
+    this.logStd = discrete ? null : tf.variable(tf.fill(stdShape, logStdInit), true, "log_std");
   }
 
   // Every trainable variable, in a fixed order (the order tests and weight transfers use).
@@ -74,15 +106,24 @@ export class ActorCritic {
     return tower.reduce((h, layer) => act(tf.add(tf.matMul(h, layer.W), layer.b)), x);
   }
 
-  // (policy head output, V(s)) of a batch of observations.
+  // (policy head output, V(s), the policy's features z(s)) of a batch of observations.
   forward(obs) {
-    const head = tf.add(tf.matMul(this.run(this.policyTower, obs), this.piHead.W), this.piHead.b);
+    const features = this.run(this.policyTower, obs);
+    const head = tf.add(tf.matMul(features, this.piHead.W), this.piHead.b);
     const value = tf.reshape(tf.add(tf.matMul(this.run(this.valueTower, obs), this.vfHead.W), this.vfHead.b), [-1]);
-    return { head, value };
+    return { head, value, features };
   }
 
-  // Per sample: log pi(a|s) and the entropy of pi(.|s).
-  logProbAndEntropy(head, actions) {
+  // The Gaussian's log std per sample and dimension: log_std itself, or gSDE's
+  // log sigma(s) = 1/2 log(z(s)^2 exp(2 log_std) + 1e-6) (SB3's epsilon), z(s) without its gradient.
+  logSigma(features) {
+    if (!this.sde) return this.logStd;
+    const variance = tf.add(tf.matMul(tf.square(stopGradient(features)), tf.exp(tf.mul(2, this.logStd))), 1e-6);
+    return tf.mul(0.5, tf.log(variance));
+  }
+
+  // Per sample: log pi(a|s) and the entropy of pi(.|s) (gSDE reads the policy's features z(s)).
+  logProbAndEntropy(head, actions, features = null) {
     if (this.discrete) {
       const logP = tf.logSoftmax(head);
       const logProb = tf.sum(tf.mul(logP, tf.oneHot(actions, this.outSize)), -1);
@@ -90,13 +131,15 @@ export class ActorCritic {
       return { logProb, entropy };
     }
     // log N(a; mu, sigma) = -(a - mu)^2 / (2 sigma^2) - log sigma - log sqrt(2 pi), summed over dimensions
-    const variance = tf.exp(tf.mul(2, this.logStd));
+    const logSigma = this.logSigma(features);
+    const variance = tf.exp(tf.mul(2, logSigma));
     const logDensity = tf.sub(
       tf.neg(tf.div(tf.square(tf.sub(actions, head)), tf.mul(2, variance))),
-      tf.add(this.logStd, 0.5 * Math.log(2 * Math.PI)),
+      tf.add(logSigma, 0.5 * Math.log(2 * Math.PI)),
     );
-    const entropyPerDim = tf.add(this.logStd, 0.5 + 0.5 * Math.log(2 * Math.PI)); // H = 1/2 + log(sigma sqrt(2 pi))
-    return { logProb: tf.sum(logDensity, -1), entropy: tf.mul(tf.ones([head.shape[0]]), tf.sum(entropyPerDim)) };
+    const entropyPerDim = tf.add(logSigma, 0.5 + 0.5 * Math.log(2 * Math.PI)); // H = 1/2 + log(sigma sqrt(2 pi))
+    const entropy = this.sde ? tf.sum(entropyPerDim, -1) : tf.mul(tf.ones([head.shape[0]]), tf.sum(entropyPerDim));
+    return { logProb: tf.sum(logDensity, -1), entropy };
   }
 
   // The deterministic action's inputs: the policy tower and head as (W, b) arrays, what a bundle holds.
@@ -121,8 +164,8 @@ export class ActorCritic {
 // L = -L^CLIP + vf_coef * L^VF - ent_coef * H on one minibatch (the paper's eq. 9, as a loss), as ppo_loss in
 // thrust_app/algos/ppo.py. Returns scalar tensors: the loss and what is logged.
 export function ppoLoss(net, batch, clipRange, config) {
-  const { head, value: rawValue } = net.forward(batch.obs);
-  const { logProb, entropy } = net.logProbAndEntropy(head, batch.actions);
+  const { head, value: rawValue, features } = net.forward(batch.obs);
+  const { logProb, entropy } = net.logProbAndEntropy(head, batch.actions, features);
   let advantages = batch.advantages;
   const n = advantages.shape[0];
   if (config.normalize_advantage && n > 1) {

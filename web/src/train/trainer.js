@@ -54,6 +54,8 @@ export class BrowserPPO {
         logStdInit: this.config.log_std_init,
         low,
         high,
+        sde: this.config.use_sde,
+        orthoInit: this.config.ortho_init,
       },
       this.rng,
     );
@@ -77,18 +79,47 @@ export class BrowserPPO {
     return this.normalizer ? this.normalizer.normalize(raw) : raw;
   }
 
-  // The policy head and values of observations (host arrays in, host arrays out). Reads are asynchronous:
-  // WebGPU's synchronous read returns zeros in a worker.
+  // The policy head, values and (gSDE) the policy's features of observations (host arrays in, host arrays out).
+  // Reads are asynchronous: WebGPU's synchronous read returns zeros in a worker.
   async forward(obsArray, rows) {
-    const { head, value } = tf.tidy(() => this.net.forward(tf.tensor2d(obsArray, [rows, this.obsSize])));
-    const [headData, valueData] = await Promise.all([head.data(), value.data()]);
-    head.dispose();
-    value.dispose();
-    return { head: headData, value: valueData };
+    const out = tf.tidy(() => this.net.forward(tf.tensor2d(obsArray, [rows, this.obsSize])));
+    const [head, value, features] = await Promise.all([
+      out.head.data(),
+      out.value.data(),
+      this.net.sde ? out.features.data() : null,
+    ]);
+    tf.dispose(out);
+    return { head, value, features };
+  }
+
+  // gSDE: new exploration weights W ~ N(0, exp(log_std)^2), one (features x actions) matrix per env.
+  resampleExploration(logStd) {
+    this.exploration = Array.from({ length: this.config.n_envs }, () =>
+      Float64Array.from(logStd, (ls) => Math.exp(ls) * this.rng.normal()),
+    );
+  }
+
+  // Row r's exploration noise in dimension d and the Gaussian's sigma there: sigma * N(0, 1) with a
+  // state-independent log std, or gSDE's z(s) W and sigma_d(s) = sqrt(sum_i z_i^2 exp(2 log_std_id) + 1e-6).
+  noise(r, d, logStd, features) {
+    if (!this.net.sde) {
+      const sigma = Math.exp(logStd[d]);
+      return { noise: sigma * this.rng.normal(), sigma };
+    }
+    const out = this.net.outSize;
+    const width = logStd.length / out;
+    let noise = 0;
+    let variance = 1e-6;
+    for (let i = 0; i < width; i++) {
+      const z = features[r * width + i];
+      noise += z * this.exploration[r][i * out + d];
+      variance += z * z * Math.exp(2 * logStd[i * out + d]);
+    }
+    return { noise, sigma: Math.sqrt(variance) };
   }
 
   // One sampled action per row, its log-probability, and the action the env receives (clipped for Box).
-  sample(head, rows, logStd) {
+  sample(head, rows, logStd, features = null) {
     const out = this.net.outSize;
     const actions = new Float32Array(rows * (this.discrete ? 1 : out));
     const logProbs = new Float32Array(rows);
@@ -113,10 +144,10 @@ export class BrowserPPO {
     for (let r = 0; r < rows; r++) {
       let logProb = 0;
       for (let d = 0; d < out; d++) {
-        const noise = this.rng.normal();
-        const a = head[r * out + d] + Math.exp(logStd[d]) * noise;
+        const { noise, sigma } = this.noise(r, d, logStd, features);
+        const a = head[r * out + d] + noise;
         actions[r * out + d] = a;
-        logProb += -0.5 * noise * noise - logStd[d] - 0.5 * Math.log(2 * Math.PI);
+        logProb += -0.5 * (noise / sigma) ** 2 - Math.log(sigma) - 0.5 * Math.log(2 * Math.PI); // log N(a; mu, sigma)
         envActions.push(Math.min(Math.max(a, this.net.low[d]), this.net.high[d]));
       }
       logProbs[r] = logProb;
@@ -150,9 +181,11 @@ export class BrowserPPO {
       episodes: [],
     };
     const logStd = this.discrete ? null : await this.net.logStd.data();
+    const resampleEvery = this.config.sde_sample_freq;
     for (let t = 0; t < T; t++) {
-      const { head, value } = await this.forward(this.obs, N);
-      const { actions, logProbs, envActions } = this.sample(head, N, logStd);
+      if (this.net.sde && (t === 0 || (resampleEvery > 0 && t % resampleEvery === 0))) this.resampleExploration(logStd);
+      const { head, value, features } = await this.forward(this.obs, N);
+      const { actions, logProbs, envActions } = this.sample(head, N, logStd, features);
       rollout.obs.set(this.obs, t * N * this.obsSize);
       rollout.actions.set(actions, t * N * actSize);
       rollout.logProbs.set(logProbs, t * N);

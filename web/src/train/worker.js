@@ -15,7 +15,17 @@ async function timeUpdate(run, obsSize, outSize, discrete) {
   const config = run.config;
   const rng = makeRng(0);
   const net = new ActorCritic(
-    { obsSize, outSize, discrete, hidden: config.hidden, activation: config.activation, low: [-1], high: [1] },
+    {
+      obsSize,
+      outSize,
+      discrete,
+      hidden: config.hidden,
+      activation: config.activation,
+      low: [-1],
+      high: [1],
+      sde: config.use_sde,
+      orthoInit: config.ortho_init,
+    },
     rng,
   );
   const optimizer = tf.train.adam(config.learning_rate, 0.9, 0.999, 1e-5);
