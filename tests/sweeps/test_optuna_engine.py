@@ -22,7 +22,8 @@ from thrust_app.runs.files import load_checkpoint
 from thrust_app.runs.lock import is_locked
 from thrust_app.runs.staging import process_alive
 from thrust_app.sweeps.launch import sweep
-from thrust_app.sweeps.spec import SweepSpec
+from thrust_app.sweeps.optuna_engine import open_study
+from thrust_app.sweeps.spec import SweepSpec, load_sweep
 from thrust_app.sweeps.trials import best_trial, trial_states
 from thrust_app.training.trainer import train
 
@@ -285,9 +286,19 @@ def test_a_killed_driver_takes_its_workers_with_it_and_resume_finishes_every_tri
     assert not any(process_alive(str(pid)) for pid in writers) and not is_locked(folder), "a worker outlived its driver"
     sweep(resume_folder=folder, log=lambda _: None)
     assert trial_states(folder).get("complete", 0) >= 4
-    for summary in folder.glob("trial-*/summary.json"):
-        record = json.loads(summary.read_text())
-        assert record["status"] == "finished" and record["timesteps"] >= 30_000, (summary, record)
+    records = {path.parent.name: json.loads(path.read_text()) for path in folder.glob("trial-*/summary.json")}
+    unfinished = {
+        name: (r["status"], r["timesteps"])
+        for name, r in records.items()
+        if r["status"] != "finished" or r["timesteps"] < 30_000
+    }
+    assert not unfinished, (unfinished, study_trials(folder))  # the study's record says which trial went where
+
+
+def study_trials(folder: Path) -> list[tuple[int, str, dict]]:
+    """(number, state, user attributes) of every trial in the sweep's Optuna study: what a failure message needs."""
+    study = open_study(folder, load_sweep(folder))
+    return [(trial.number, trial.state.name, dict(trial.user_attrs)) for trial in study.get_trials(deepcopy=False)]
 
 
 GRID = """
