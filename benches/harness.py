@@ -112,6 +112,13 @@ def stop_if_signalled(summary: dict) -> dict:
     return summary
 
 
+def read_block(path: Path, name: str) -> list[str]:
+    """The lines between the `<!-- NAME:start -->` and `<!-- NAME:end -->` markers of `path` (none without them)."""
+    text = path.read_text() if path.exists() else ""
+    found = re.search(rf"<!-- {name}:start -->\n(.*?)<!-- {name}:end -->", text, flags=re.S)
+    return found.group(1).splitlines() if found else []
+
+
 def replace_block(path: Path, name: str, lines: list[str]) -> None:
     """Put `lines` between the `<!-- NAME:start -->` and `<!-- NAME:end -->` markers of `path` (appended
     at the end when the file has none yet)."""

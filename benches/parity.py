@@ -16,7 +16,8 @@ the median steps to the first evaluation that reached it. A row is at parity whe
 Thrust's IQM is inside or above SB3's CI.
 
 Results accumulate in .bench/parity.json (an interrupted bench continues); the table goes into
-docs/validation.md and the headline rows into the README, between their `parity` markers.
+docs/validation.md and the headline rows into the README, between their `parity` markers. Rows the table
+already has and this machine's results lack (run elsewhere, or not named by `--only`) are kept as written.
 
     python benches/parity.py                           # every row, 5 seeds, 2 runs in parallel
     python benches/parity.py --only dqn:cartpole --seeds 10
@@ -33,13 +34,14 @@ import json
 import math
 import multiprocessing as mp
 import platform
+import re
 import statistics
 import sys
 import tempfile
 import time
 from pathlib import Path
 
-from harness import RecurrentPredict, replace_block
+from harness import RecurrentPredict, read_block, replace_block
 from validation import PAIRS, ROOT, value_format
 
 from thrust_app.runs.compare import group_stats, probability_of_improvement
@@ -54,14 +56,22 @@ RECURRENT = [("recurrent_ppo", "cartpole-novel", 450.0, "eval >= 450 within 100k
 #: Goal envs with HER (gymnasium-robotics' FetchReach; SB3's HerReplayBuffer on the SB3 side). Return = -(steps away
 #: from the goal): a solved episode scores about -2, a random one about -49.
 GOAL_ROWS = [("sac", "FetchReach-v4", -5.0, "HER: final eval >= -5 of 50 steps (random: about -49)")]
-ROWS = PAIRED + RECURRENT + GOAL_ROWS + NAMED_ONLY
+#: The zoo's PPO presets on gymnasium's other classic-control envs (their twins; solved at gymnasium's threshold).
+CLASSIC = [
+    ("ppo", "acrobot", -100.0, "eval >= -100 (gymnasium's threshold) within 1M steps"),
+    ("ppo", "mountaincar", -110.0, "eval >= -110 (gymnasium's threshold) within 1M steps"),
+    ("ppo", "mountaincar-continuous", 90.0, "eval >= 90 (gymnasium's threshold) within 20k steps"),
+]
+ROWS = PAIRED + CLASSIC + RECURRENT + GOAL_ROWS + NAMED_ONLY
 #: Named presets with settings of their own (not only another evaluation interval), run with the rows above.
 PRESET_ROWS = [("dqn", "cartpole", 475.0, "annealed")]
 
 #: Final-evaluation episodes (the bandit's episodes are one step long, so many more of them).
 FINAL_EPISODES = {"bandit": 1000} | dict.fromkeys(MUJOCO, 10)
 FINAL_SEED = 2_000_000
-EVAL_EVERY = {"bandit": 500, "FetchReach-v4": 2000} | dict.fromkeys(MUJOCO, 50_000)
+EVAL_EVERY = {"bandit": 500, "FetchReach-v4": 2000, "mountaincar-continuous": 1000} | dict.fromkeys(
+    (*MUJOCO, "acrobot", "mountaincar"), 50_000
+)
 #: Thrust settings that change how fast it computes, not what it learns: no SB3 counterpart needed.
 SPEED_FIELDS = ("acting", "update", "cuda_graphs")
 
@@ -390,16 +400,68 @@ def summarize(
 # ---------------------------------------------------------------------------------------------- report
 
 
-def table(rows: list[dict]) -> list[str]:
-    lines = [
-        "| algo | env | seeds | Thrust final IQM [95% CI] | SB3 final IQM [95% CI] | P(Thrust >= SB3) | ends at "
-        "target, Thrust / SB3 | steps to target, Thrust / SB3 (median) | parity |",
-        "|---|---|---:|---|---|---:|---:|---:|---|",
-    ]
-    return lines + [table_row(row) for row in rows]
+TABLE_HEAD = [
+    "| algo | env | seeds | Thrust final IQM [95% CI] | SB3 final IQM [95% CI] | P(Thrust >= SB3) | ends at "
+    "target, Thrust / SB3 | steps to target, Thrust / SB3 (median) | parity | run on |",
+    "|---|---|---:|---|---|---:|---:|---:|---|---|",
+]
 
 
-def table_row(row: dict) -> str:
+def table(rows: list[dict], when: str = "") -> list[str]:
+    return TABLE_HEAD + [table_row(row, when) for row in rows]
+
+
+def row_name(algo: str, env: str, label: str = "preset", preset: str = "default") -> str:
+    """A row's first two cells, `| algo (variant), preset NAME | env |`: what names it in the written table."""
+    variant = "" if label == "preset" else f" ({label})"
+    variant += "" if preset == "default" else f", preset {preset}"
+    return f"| {algo}{variant} | {env} |"
+
+
+@dataclasses.dataclass
+class KeptRow:
+    """A row an earlier run wrote into the parity table and this run has no results for: its table line and the
+    notes under the table that name its algo and env."""
+
+    line: str
+    gaps: list[str]
+    successes: list[str]
+
+    @property
+    def at_parity(self) -> bool:
+        return self.line.split("|")[9].strip() == "yes"
+
+
+def kept_rows(out: Path, names: set[str]) -> dict[str, KeptRow]:
+    """Per row name, the rows of `out`'s parity table that are not in `names` (this run's rows). The results
+    live in one machine's .bench/, so a run with `--only`, or on another machine, must not drop the others."""
+    kept: dict[str, KeptRow] = {}
+    notes: dict[str, list[str]] = {"gaps": [], "successes": []}
+    section = None
+    block = read_block(out, "parity")
+    produced = next((line for line in block if line.startswith("Produced by")), "")
+    dated = re.search(r"on (\d{4}-\d{2}-\d{2})", produced)  # a table from before the "run on" column: one run
+    for line in block:
+        if line.startswith("Settings SB3 cannot express"):
+            section = "gaps"
+        elif line.startswith("Success rates"):
+            section = "successes"
+        elif line.startswith("| ") and not line.startswith("| algo |"):  # a row, not the head
+            name = "|".join(line.split("|")[:3]) + "|"
+            if name not in names:
+                undated = len(line.split("|")) == len(TABLE_HEAD[0].split("|")) - 1
+                kept[name] = KeptRow(f"{line} {dated.group(1) if dated else 'not recorded'} |" if undated else line, [], [])
+        elif line.startswith("- ") and section:
+            notes[section].append(line)
+    for name, row in kept.items():
+        algo, env = (cell.strip() for cell in name.split("|")[1:3])
+        prefix = f"- {algo.split(' ')[0].rstrip(',')} {env}:"  # notes name the algo without its variant
+        row.gaps = [note for note in notes["gaps"] if note.startswith(prefix)]
+        row.successes = [note for note in notes["successes"] if note.startswith(prefix)]
+    return kept
+
+
+def table_row(row: dict, when: str = "") -> str:
     fmt = value_format(row["env"])
     t, s = row["thrust"], row["sb3"]
 
@@ -410,15 +472,16 @@ def table_row(row: dict) -> str:
         return "—" if side["median_steps_to_target"] is None else f"{side['median_steps_to_target']:,.0f}"
 
     ends = "—" if row["target"] is None else f"{t['solved']}/{t['seeds']} / {s['solved']}/{s['seeds']}"
-    label = "" if row["label"] == "preset" else f" ({row['label']})"
-    label += "" if row["preset"] == "default" else f", preset {row['preset']}"
+    name = row_name(row["algo"], row["env"], row["label"], row["preset"])
     return (
-        f"| {row['algo']}{label} | {row['env']} | {min(t['seeds'], s['seeds'])} | {cell(t)} | {cell(s)} "
-        f"| {row['p_thrust_ge_sb3']:.2f} | {ends} | {steps(t)} / {steps(s)} | {'yes' if row['at_parity'] else '**no**'} |"
+        f"{name} {min(t['seeds'], s['seeds'])} | {cell(t)} | {cell(s)} "
+        f"| {row['p_thrust_ge_sb3']:.2f} | {ends} | {steps(t)} / {steps(s)} "
+        f"| {'yes' if row['at_parity'] else '**no**'} | {when} |"
     )
 
 
-def markdown(rows: list[dict], when: str) -> list[str]:
+def markdown(rows: list[dict], kept: dict[str, KeptRow], when: str) -> list[str]:
+    """docs/validation.md's parity section: this run's rows and the kept ones, in ROWS order."""
     host = f"{platform.machine()}, {mp.cpu_count()} cores, Python {platform.python_version()}"
     gaps = [f"- {row['algo']} {row['env']}: {'; '.join(row['gaps'])}" for row in rows if row["gaps"]]
     successes = [
@@ -427,29 +490,44 @@ def markdown(rows: list[dict], when: str) -> list[str]:
         for row in rows
         if row["thrust"].get("success") and row["sb3"].get("success")
     ]
+    gaps += [note for row in kept.values() for note in row.gaps if note not in gaps]
+    successes += [note for row in kept.values() for note in row.successes if note not in successes]
+    lines = {row_name(r["algo"], r["env"], r["label"], r["preset"]): table_row(r, when) for r in rows}
+    lines |= {name: row.line for name, row in kept.items()}
+    ordered = [lines.pop(name) for name in table_order() if name in lines] + list(lines.values())
+    earlier = f"; {len(kept)} kept from earlier runs (their `run on` dates)" if kept else ""
     return [
         "## Parity with Stable-Baselines3, every preset",
         "",
-        f"Produced by `python benches/parity.py` (`make validate`) on {when}; host: {host}; CPU, 1 torch thread "
-        "per run, two runs in parallel, the same seeds on both sides. Thrust trains with its preset, SB3 "
-        f"{sb3_version()} with the same values translated field by field (`sb3_settings` in the script), on "
-        "gymnasium's CartPole-v1 / Pendulum-v1 (Thrust's own bandit and Snake, registered with gymnasium), and "
-        "gymnasium-robotics' FetchReach-v4 with HER (SB3's HerReplayBuffer and MultiInputPolicy). "
+        f"Produced by `python benches/parity.py` (`make validate`), {len(rows)} row(s) run on {when}{earlier}; host: "
+        f"{host}; CPU, 1 torch thread per run, two runs in parallel, the same seeds on both sides. Thrust trains with "
+        f"its preset, SB3 {sb3_version()} with the same values translated field by field (`sb3_settings` in the "
+        "script), on gymnasium's CartPole-v1 / Pendulum-v1 / Acrobot-v1 / MountainCar(Continuous) where Thrust's "
+        "env is their twin (Thrust's own bandit and Snake, registered with gymnasium), and gymnasium-robotics' "
+        "FetchReach-v4 with HER (SB3's HerReplayBuffer and MultiInputPolicy); a preset with `normalize: true` runs "
+        "SB3 under VecNormalize with the same settings. "
         "Final eval: 50 fresh episodes (1000 on the bandit); IQM: interquartile mean over seeds, with a 95% "
         "bootstrap CI; *P(Thrust >= SB3)*: share of seed pairs where Thrust's final eval is at least SB3's "
         "(ties count one half); *ends at target*: seeds whose final eval reached the row's target (validation.py's); "
-        "*steps to target*: the first evaluation (every 5k steps, 500 on the bandit) that reached it; *parity*: "
+        "*steps to target*: the first evaluation (every 5k steps; 500 on the bandit, 1k on MountainCarContinuous, 50k on "
+        "Acrobot and MountainCar) that reached it; *parity*: "
         "P >= 0.5 and Thrust's IQM inside or above SB3's CI. A named preset with settings of its own has its row "
         "(`annealed`, both sides on its settings); the others train with these rows' settings (`fast` evaluates "
         "more often and stops at the solve) or need a GPU (`gpu`: 4,096 envs, 10M steps). Rows not listed were "
         "not run on this machine (Snake: a CNN for 300k steps, 15-25 min per run per side; the MuJoCo rows, run "
         "only when named, hours).",
         "",
-        *table(rows),
+        *TABLE_HEAD,
+        *ordered,
         "",
         *(["Settings SB3 cannot express (the SB3 side runs without them):", "", *gaps, ""] if gaps else []),
         *(["Success rates of the final policies (goal envs' `is_success`):", "", *successes, ""] if successes else []),
     ]
+
+
+def table_order() -> list[str]:
+    """Every row's name in the order the table lists them."""
+    return [row_name(algo, env) for algo, env, _, _ in ROWS] + [row_name(a, e, "preset", p) for a, e, _, p in PRESET_ROWS]
 
 
 def success_text(rates: list[float]) -> str:
@@ -462,18 +540,23 @@ def sb3_version() -> str:
     return stable_baselines3.__version__
 
 
-def readme_rows(rows: list[dict]) -> list[str]:
-    at = sum(row["at_parity"] for row in rows)
-    lines = [f"| Parity with SB3 (benches/parity.py) | {at} of {len(rows)} presets at parity (docs/validation.md) |"]
-    for row in rows:
-        if row["algo"] == "dqn" and row["env"] == "cartpole" and row["label"] == "preset":
-            t, s = row["thrust"], row["sb3"]
-            preset = "zoo preset" if row["preset"] == "default" else f"preset `{row['preset']}`"
-            lines.append(
-                f"| DQN CartPole, {preset} vs SB3 on its settings | ends solved on {t['solved']}/{t['seeds']} seeds vs "
-                f"{s['solved']}/{s['seeds']}; final IQM {t['iqm']:.1f} vs {s['iqm']:.1f}; "
-                f"P(Thrust >= SB3) {row['p_thrust_ge_sb3']:.2f} |"
-            )
+def readme_rows(rows: list[dict], kept: dict[str, KeptRow], readme: Path) -> list[str]:
+    """README's parity rows: how many presets are at parity (this run's rows and the kept ones), and DQN CartPole's
+    rows (kept from the README as they are when this run has none)."""
+    at = sum(row["at_parity"] for row in rows) + sum(row.at_parity for row in kept.values())
+    total = len(rows) + len(kept)
+    lines = [f"| Parity with SB3 (benches/parity.py) | {at} of {total} presets at parity (docs/validation.md) |"]
+    dqn = [row for row in rows if row["algo"] == "dqn" and row["env"] == "cartpole" and row["label"] == "preset"]
+    for row in dqn:
+        t, s = row["thrust"], row["sb3"]
+        preset = "zoo preset" if row["preset"] == "default" else f"preset `{row['preset']}`"
+        lines.append(
+            f"| DQN CartPole, {preset} vs SB3 on its settings | ends solved on {t['solved']}/{t['seeds']} seeds vs "
+            f"{s['solved']}/{s['seeds']}; final IQM {t['iqm']:.1f} vs {s['iqm']:.1f}; "
+            f"P(Thrust >= SB3) {row['p_thrust_ge_sb3']:.2f} |"
+        )
+    if not dqn:
+        lines += [line for line in read_block(readme, "parity") if line.startswith("| DQN CartPole")]
     return lines
 
 
@@ -494,7 +577,8 @@ def main() -> None:
     if args.thrust_set and args.label == "preset":
         parser.error("--thrust-set needs a --label naming the variant (the preset's own rows keep 'preset')")
     named = lambda algo, env: f"{algo}:{env}" in (args.only or ())  # noqa: E731
-    pairs = [(algo, env, "default") for algo, env, _, _ in PAIRED + RECURRENT + GOAL_ROWS if not args.only or named(algo, env)]
+    everyday = PAIRED + CLASSIC + RECURRENT + GOAL_ROWS
+    pairs = [(algo, env, "default") for algo, env, _, _ in everyday if not args.only or named(algo, env)]
     pairs += [(algo, env, "default") for algo, env, _, _ in NAMED_ONLY if named(algo, env)]
     pairs += [(algo, env, preset) for algo, env, _, preset in PRESET_ROWS if not args.only or named(algo, env)]
     args.results.parent.mkdir(parents=True, exist_ok=True)
@@ -508,7 +592,7 @@ def main() -> None:
         for job in (Job(algo, env, "thrust", seed, args.label, variant, preset), Job(algo, env, "sb3", seed, preset=preset))
         if job.key not in done
     ]
-    jobs.sort(key=lambda job: job.env in ("snake", "pendulum"), reverse=True)  # longest first
+    jobs.sort(key=lambda job: job.env in ("snake", "pendulum", "acrobot", "mountaincar"), reverse=True)  # longest first
     print(f"{len(jobs)} runs to do, {len(done)} already in {args.results}", flush=True)
     start = time.monotonic()
     with mp.get_context("spawn").Pool(args.jobs) as pool:
@@ -528,8 +612,9 @@ def main() -> None:
     print("\n".join(table(rows + extra)))
     if rows and not args.thrust_set:
         when = time.strftime("%Y-%m-%d")
-        replace_block(args.out, "parity", markdown(rows, when))
-        replace_block(args.readme, "parity", readme_rows(rows))
+        kept = kept_rows(args.out, {row_name(r["algo"], r["env"], r["label"], r["preset"]) for r in rows})
+        replace_block(args.out, "parity", markdown(rows, kept, when))
+        replace_block(args.readme, "parity", readme_rows(rows, kept, args.readme))
         print(f"wrote {args.out} and the parity rows of {args.readme}")
 
 
