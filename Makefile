@@ -21,8 +21,12 @@ run: install $(NODE_MODULES)
 	$(PY) -m thrust_app app
 
 # THRUST_REQUIRE_BROWSER: the browser tests fail rather than skip when Chromium is missing.
+# TEST_WORKERS pytest-xdist processes share the tests (most wait on subprocesses, browsers and sweeps, so two
+# workers on two cores take the suite from about 23 to 14 minutes); --dist loadgroup keeps the tests marked
+# xdist_group("ray") in one worker, one local Ray at a time. TEST_WORKERS=0 runs it in one process.
+TEST_WORKERS ?= 2
 test: install $(NODE_MODULES) chromium strace
-	THRUST_REQUIRE_BROWSER=1 $(PY) -m pytest
+	THRUST_REQUIRE_BROWSER=1 $(PY) -m pytest -n $(TEST_WORKERS) --dist loadgroup
 
 # ruff (configured in pyproject.toml) for Python, Biome (web/biome.json, pinned in web/package.json) for the
 # player's JavaScript: `lint` checks (CI runs it), `format` rewrites.

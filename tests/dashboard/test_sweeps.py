@@ -117,6 +117,7 @@ def test_the_sweeps_tab_shows_a_sweep_its_best_trial_and_the_seed_statistics(roo
     assert any("IQM" in str(df.value.columns.tolist()) for df in at.dataframe)
 
 
+@pytest.mark.xdist_group("ray")  # one local Ray at a time under `pytest -n 2`
 def test_a_ray_sweep_launched_here_is_read_from_its_ledger(root):
     text = SEARCH.format(name="on-ray", env="bandit", timesteps=1024) + "engine: ray\n"
     folder = sweeps.start_sweep(text, root=root)

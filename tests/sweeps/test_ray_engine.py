@@ -20,6 +20,9 @@ import torch
 
 from thrust_app.sweeps.trials import trial_states
 
+# One local Ray at a time: with `pytest -n 2` every Ray test runs in the same worker.
+pytestmark = pytest.mark.xdist_group("ray")
+
 BANDIT = """
 name: {name}
 algo: ppo
