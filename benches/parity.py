@@ -323,7 +323,7 @@ def run_sb3(job: Job, thrust_env, config, budget, eval_every, evals, offset):
             return True
 
     def normalize(obs):  # raw observations as the model sees them (VecNormalize's statistics as they are)
-        return env.normalize_obs(obs) if config["normalize"] else as_dict(obs)
+        return env.normalize_obs(as_dict(obs)) if config["normalize"] else as_dict(obs)
 
     def as_dict(obs):  # Thrust's flat observations (a batch) as the env's Dict, for SB3's MultiInputPolicy
         if not parts:

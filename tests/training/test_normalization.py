@@ -1,5 +1,5 @@
 """Observation and reward normalisation while training: SB3's VecNormalize step for step, frozen and
-folded into the exported policy, kept across a resume, refused where Thrust does not support it."""
+folded into the exported policy, kept across a resume; off-policy replay keeping the env's own values."""
 
 from __future__ import annotations
 
@@ -8,13 +8,15 @@ import pytest
 import torch
 from stable_baselines3.common.vec_env import DummyVecEnv, VecNormalize
 
-from thrust_app.config import ConfigError
+from thrust_app.algos import SAC
 from thrust_app.envs import make_env
 from thrust_app.envs.batched import make_batched
+from thrust_app.envs.tensors import EnvIO
 from thrust_app.interop.bundle import OnnxPolicy
 from thrust_app.interop.exporter import export_run
 from thrust_app.nets.obs_normalizer import NormalizedPolicy
-from thrust_app.training.normalization import NormalizedVecEnv, RunningMeanStd
+from thrust_app.speed.switches import apply_speed
+from thrust_app.training.normalization import NormalizedVecEnv, RunningMeanStd, normalized
 from thrust_app.training.trainer import load_policy, train
 
 QUIET = {"progress": False, "log": lambda _: None}
@@ -74,6 +76,53 @@ def test_the_policy_of_a_normalized_run_acts_on_raw_observations(normalized_run,
     np.testing.assert_allclose(OnnxPolicy(bundle).act(raw), want, atol=1e-5)
 
 
-def test_off_policy_algorithms_refuse_normalize_in_one_line(tmp_path):
-    with pytest.raises(ConfigError, match=r"normalize=True: .*PPO and A2C only"):
-        train("sac", "pendulum", timesteps=500, run_dir=tmp_path, overrides={"normalize": True}, **QUIET)
+def off_policy_steps(acting: str, normalize: bool) -> tuple[SAC, NormalizedVecEnv | None]:
+    """SAC after 250 steps of 2 Pendulum envs (one time limit each), acting at random (learning_starts not reached,
+    so both forms take the same actions whatever they observe), through `acting`'s form of collecting."""
+    config = SAC.Config(n_envs=2, learning_starts=10_000, acting=acting, normalize=normalize, hidden=(32, 32))
+    env = make_batched("pendulum", 2, seed=3)
+    algo = SAC((3,), env.action_space, config, torch.device("cpu"), seed=0)
+    if normalize:
+        env = normalized(env, config)
+        algo.use_normalizer(env)
+    assert apply_speed(algo, env).acting == acting
+    env_io = EnvIO(torch.device("cpu"))
+    obs = env_io.reset(env)
+    for _ in range(250):
+        obs = algo.iteration(env, env_io, obs).obs
+    return algo, env if normalize else None
+
+
+@pytest.mark.parametrize("acting", ["torch", "numpy"])
+def test_an_off_policy_buffer_keeps_the_envs_own_values_and_samples_them_normalised(acting):
+    """SB3 with VecNormalize: the replay buffer holds the original observations and rewards (terminal observations
+    too), and a minibatch is normalised when sampled, with the statistics of that moment."""
+    plain, _ = off_policy_steps(acting, normalize=False)
+    algo, env = off_policy_steps(acting, normalize=True)
+    assert algo.buffer.size == plain.buffer.size == 500
+    for name in ("obs", "next_obs", "rewards", "terminated"):
+        assert torch.equal(getattr(algo.buffer, name), getattr(plain.buffer, name)), name
+    assert not np.allclose(env.obs_rms.mean, 0.0) and env.ret_rms.var != 1.0  # the statistics moved
+    seen = []
+    algo.update = lambda batch: seen.append(batch) or {}
+    state = algo.generator.get_state()
+    algo.train_step()
+    algo.generator.set_state(state)
+    obs, _, rewards, next_obs, _ = algo.buffer.sample(algo.config.batch_size, algo.generator)
+    scale = lambda o: np.clip((o.numpy() - env.obs_rms.mean) / np.sqrt(env.obs_rms.var + 1e-8), -10, 10)  # noqa: E731
+    np.testing.assert_allclose(seen[0][0].numpy(), scale(obs), rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(seen[0][3].numpy(), scale(next_obs), rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(seen[0][2].numpy(), rewards.numpy() / np.sqrt(env.ret_rms.var + 1e-8), rtol=1e-5)
+
+
+def test_a_normalized_off_policy_run_exports_a_policy_on_raw_observations(tmp_path):
+    run_dir = tmp_path / "sac"
+    overrides = {"normalize": True, "learning_starts": 200, "hidden": "32,32"}
+    train("sac", "pendulum", timesteps=400, seed=0, device="cpu", run_dir=run_dir, overrides=overrides, **QUIET)
+    _, policy = load_policy(run_dir)
+    assert isinstance(policy, NormalizedPolicy) and not torch.equal(policy.normalizer.mean, torch.zeros(3))
+    raw = np.array([[1.0, 0.0, 6.0], [-0.5, 0.8, -7.0]], dtype=np.float32)
+    with torch.no_grad():
+        want = policy.act(torch.as_tensor(raw)).numpy()
+    bundle = export_run(run_dir, tmp_path / "bundle")
+    np.testing.assert_allclose(OnnxPolicy(bundle).act(raw), want, atol=1e-5)

@@ -105,6 +105,8 @@ def comparable(records):
             {"learning_starts": 200, "train_freq": 8, "gradient_steps": 2, "hidden": "64,64", "update": "numba"},
         ),
         ("sac", "pendulum", {"learning_starts": 100, "hidden": "32,32", "update": "numba"}),
+        # the buffer keeps the env's own observations: the one a restored episode goes on from comes back too
+        ("sac", "pendulum", {"learning_starts": 100, "hidden": "32,32", "normalize": True}),
         ("td3", "pendulum", {"learning_starts": 100, "hidden": "32,32", "noise_type": "ornstein-uhlenbeck"}),
         # the envs' memories travel in the checkpoint: the resumed run goes on mid-episode as it was
         ("recurrent_ppo", "cartpole-novel", {"n_steps": 16, "n_envs": 4, "lstm_hidden_size": 16, "normalize": True}),

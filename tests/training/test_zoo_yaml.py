@@ -234,8 +234,8 @@ def test_the_zoos_atari_entry_is_the_atari_preset_and_exports_back():
         from_zoo_yaml(ZOO_DQN_ATARI.replace("stable_baselines3.common.atari_wrappers.AtariWrapper", "my.MyWrapper"), fields)
 
 
-#: rl-baselines3-zoo hyperparams/sac.yml, FetchReach-v1, as the zoo writes it, but for `normalize: True` (Thrust's
-#: off-policy algorithms do not normalise: the preset says so) and the env's version.
+#: rl-baselines3-zoo hyperparams/sac.yml, FetchReach-v1, as the zoo writes it, but for the env's version and
+#: policy_kwargs' n_critics=1 (Thrust's SAC has two critics: the preset says so).
 ZOO_SAC_HER = """
 FetchReach-v4:
   n_timesteps: !!float 20000
@@ -246,6 +246,7 @@ FetchReach-v4:
   gamma: 0.95
   learning_rate: 0.001
   learning_starts: 1000
+  normalize: True
   replay_buffer_class: HerReplayBuffer
   replay_buffer_kwargs: "dict(
     goal_selection_strategy='future',
@@ -259,6 +260,7 @@ def test_the_zoos_her_entry_is_the_fetch_preset_and_exports_back():
     env_id, timesteps, overrides = from_zoo_yaml(ZOO_SAC_HER, fields(SACConfig))
     assert (env_id, timesteps) == ("FetchReach-v4", get_preset("sac", env_id).timesteps)
     assert overrides["replay_buffer_class"] == "HerReplayBuffer" and overrides["n_sampled_goal"] == 4
+    assert overrides["normalize"] is True
     spec = make_spec("sac", env_id, timesteps, overrides=overrides)
     assert spec.config == make_spec("sac", env_id).config
     exported = to_zoo_yaml(dataclasses.asdict(spec))

@@ -136,6 +136,12 @@ class Algorithm(ABC):
         deterministic one here (TD3's and DDPG's: their exploration noise is for collecting only)."""
         return deterministic_action(self.policy, obs, mask)
 
+    def use_normalizer(self, env: Any) -> None:
+        """The run normalises observations and rewards through `env` (training/normalization.py's NormalizedVecEnv):
+        an on-policy algorithm learns from the normalised rollout as it comes, so nothing to do here; an
+        off-policy one keeps the env's own values and normalises what it samples (off_policy.py)."""
+        return None
+
     def episodes_restarted(self) -> None:
         """The env started fresh episodes (a resumed gymnasium env restarts them): an algorithm that remembers
         the episodes in progress (recurrent PPO's memory) forgets them here; the others have nothing to forget."""

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import dataclasses
 from abc import abstractmethod
-from typing import Literal
+from collections.abc import Callable
+from typing import Any, Literal
 
 import torch
 
@@ -50,12 +51,6 @@ class OffPolicyConfig(AlgoConfig):
 
     def validate(self) -> None:
         super().validate()
-        if self.normalize:
-            raise ConfigError(
-                "normalize=True: Thrust normalises observations and rewards for PPO and A2C only; the off-policy "
-                "algorithms keep raw ones in their replay buffer (SB3 normalises them when sampling, which Thrust "
-                "does not yet): drop normalize"
-            )
         if self.uses_her() and self.shares_frames():
             raise ConfigError("replay_buffer_class=HerReplayBuffer keeps whole observations: set share_frames=False")
 
@@ -88,6 +83,8 @@ class OffPolicyAlgorithm(Algorithm):
         obs_torch_dtype = getattr(torch, obs_dtype)
         #: HER's buffer needs the env's goals: `use_goals` makes it (build_algorithm calls it)
         self.buffer: ReplayBuffer | FrameSharingReplay | HerReplayBuffer | None = None
+        #: Under normalize, the env that normalises (`use_normalizer`): the buffer keeps its original values
+        self.normalizing_env: Any = None
         if config.uses_her():
             return
         if config.shares_frames():
@@ -121,8 +118,26 @@ class OffPolicyAlgorithm(Algorithm):
         """One gradient step on `batch` (obs, actions, rewards, next obs, terminated); returns detached losses."""
 
     def train_step(self) -> dict[str, torch.Tensor]:
-        """One gradient step on a minibatch sampled from the buffer."""
-        return self.update(self.buffer.sample(self.config.batch_size, self.generator))
+        """One gradient step on a minibatch sampled from the buffer (normalised as it is sampled, under normalize)."""
+        batch = self.buffer.sample(self.config.batch_size, self.generator)
+        return self.update(batch if self.normalizing_env is None else self.normalizing_env.normalize_sample(batch))
+
+    def use_normalizer(self, env: Any) -> None:
+        """Under normalize, as SB3 with VecNormalize: the buffer keeps the observations and rewards as the env gave
+        them (`env.original_obs`, `env.original_step`), and each minibatch is normalised when it is sampled, with
+        the statistics as they are then (`env.normalize_sample`); HER relabels on the original goals first."""
+        self.normalizing_env = env
+
+    def kept_obs(self, obs: Any, convert: Callable[[Any], Any] = lambda x: x) -> Any:
+        """The observation `obs` (the one acted on) as the buffer keeps it: the env's original under normalize."""
+        return obs if self.normalizing_env is None else convert(self.normalizing_env.original_obs)
+
+    def kept_outcome(self, step: Any, convert: Callable[[Any], Any] = lambda x: x) -> tuple[Any, Any]:
+        """The reward and next observation of `step` as the buffer keeps them: the env's originals under normalize."""
+        if self.normalizing_env is None:
+            return step.reward, step.final_obs
+        original = self.normalizing_env.original_step
+        return convert(original.reward), convert(original.final_obs)
 
     def stateful_parts(self):
         return {"buffer": self.buffer}
@@ -154,11 +169,13 @@ class OffPolicyAlgorithm(Algorithm):
                     action = self.random_actions(env.num_envs, mask)
                 else:
                     action = self.explore(obs) if mask is None else self.explore(obs, mask)
+            kept_obs = self.kept_obs(obs, env_io.tensor)  # before the step replaces the env's original
             step = env_io.step(env, action)
+            reward, next_obs = self.kept_outcome(step, env_io.tensor)
             if mask is None:
-                self.buffer.add(obs, action, step.reward, step.final_obs, step.terminated)
+                self.buffer.add(kept_obs, action, reward, next_obs, step.terminated)
             else:
-                self.buffer.add(obs, action, step.reward, step.final_obs, step.terminated, env_io.final_masks(env))
+                self.buffer.add(kept_obs, action, reward, next_obs, step.terminated, env_io.final_masks(env))
                 mask = env_io.masks(env)
             done = step.terminated | step.truncated
             ended = episode_ended(step)

@@ -76,8 +76,10 @@ class NumpyExploration:
         explorer = self.explorer() if draws else None
         for index in range(config.train_freq):
             action = uniform_actions[index] if index < random_steps else explorer(obs_array, *draws[index - random_steps])
+            kept_obs = algo.kept_obs(obs_array)  # the env's original under normalize (taken before the step)
             step = env.step(action)
-            algo.buffer.add_arrays(obs_array, action, step.reward, step.final_obs, step.terminated)
+            reward, next_obs = algo.kept_outcome(step)
+            algo.buffer.add_arrays(kept_obs, action, reward, next_obs, step.terminated)
             done = step.terminated | step.truncated
             ended = episode_ended(step)
             if ended.any():

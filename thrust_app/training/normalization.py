@@ -6,11 +6,14 @@ clip(r / sqrt(var_R + eps), -clip_reward, clip_reward), var_R the running varian
 discounted return R <- gamma R + r (reset at episode ends). Episode returns and lengths stay the env's
 own (what a user reads). The statistics travel in the env's checkpoint state; evaluation and export use
 them frozen: `obs_normalizer` is the module a run's policy is wrapped in to evaluate and export
-(nets/obs_normalizer.py).
+(nets/obs_normalizer.py). An off-policy run acts on normalised observations but its replay buffer keeps
+the env's own (`original_obs`, `original_step`) and each minibatch is normalised when sampled, with the
+statistics of that time (`normalize_sample`), as SB3's replay buffers do under VecNormalize.
 """
 
 from __future__ import annotations
 
+import copy
 from typing import Any
 
 import numpy as np
@@ -68,6 +71,10 @@ class NormalizedVecEnv(VecEnv):
         self.ret_rms = RunningMeanStd(())
         self.returns = np.zeros(venv.num_envs, np.float64)
         self.training = True
+        #: The latest observations and step as the env gave them, before normalisation (SB3's get_original_obs /
+        #: get_original_reward): what an off-policy run's replay buffer keeps. Copies: an env may reuse its arrays.
+        self.original_obs: np.ndarray | None = None
+        self.original_step: BatchStep | None = None
 
     def normalize_obs(self, obs: np.ndarray) -> np.ndarray:
         if not self.norm_obs:
@@ -88,6 +95,7 @@ class NormalizedVecEnv(VecEnv):
 
     def reset(self, seed: int | None = None) -> np.ndarray:
         obs = self.venv.reset(seed)
+        self.original_obs = np.array(obs)
         self.returns[:] = 0.0
         if self.training and self.norm_obs:
             self.update_obs_statistics(obs)
@@ -95,6 +103,8 @@ class NormalizedVecEnv(VecEnv):
 
     def step(self, actions: Any) -> BatchStep:
         step = self.venv.step(actions)
+        self.original_obs = np.array(step.obs)
+        self.original_step = step._replace(reward=np.array(step.reward), final_obs=np.array(step.final_obs))
         if self.training and self.norm_obs:
             self.update_obs_statistics(step.obs)
         if self.training and self.norm_reward:
@@ -107,6 +117,20 @@ class NormalizedVecEnv(VecEnv):
             final_obs=self.normalize_obs(step.final_obs),
         )
 
+    def normalize_sample(self, batch: tuple[torch.Tensor, ...]) -> tuple[torch.Tensor, ...]:
+        """A replay minibatch of the env's own values (obs, actions, rewards, next obs, ...) normalised with the
+        statistics as they are now, as SB3's replay buffers sample under VecNormalize."""
+        obs, actions, rewards, next_obs, *rest = batch
+        if self.norm_obs:
+            normalizer = self.obs_normalizer
+            if obs.device != normalizer.mean.device:  # a learner on the GPU: the statistics go with the batch
+                normalizer = copy.deepcopy(normalizer).to(obs.device)
+            obs, next_obs = normalizer(obs.float()), normalizer(next_obs.float())
+        if self.norm_reward:  # r / sqrt(var_R + eps), clipped
+            scale = float(np.sqrt(self.ret_rms.var + self.epsilon))
+            rewards = torch.clamp(rewards / scale, -self.clip_reward, self.clip_reward)
+        return (obs, actions, rewards, next_obs, *rest)
+
     def close(self) -> None:
         self.venv.close()
 
@@ -116,13 +140,15 @@ class NormalizedVecEnv(VecEnv):
             "obs_rms": self.obs_rms.state_dict(),
             "ret_rms": self.ret_rms.state_dict(),
             "returns": torch.as_tensor(self.returns),
-        }
+        } | ({} if self.original_obs is None else {"original_obs": torch.as_tensor(self.original_obs)})
 
     def set_state(self, state: dict[str, Any]) -> None:
         self.obs_rms.load_state_dict(state["obs_rms"])
         self.obs_normalizer.set_statistics(self.obs_rms.mean, self.obs_rms.var)
         self.ret_rms.load_state_dict(state["ret_rms"])
         self.returns = state["returns"].numpy().copy()
+        if "original_obs" in state:  # the observation a restored episode goes on from, as the env gave it
+            self.original_obs = state["original_obs"].numpy().copy()
         if state["inner"] is not None:
             self.venv.set_state(state["inner"])
 

@@ -107,7 +107,11 @@ def make_training_env(spec: RunSpec, algo: Algorithm, device: torch.device) -> V
         pipeline=Pipeline.of(config),
         vec_env=config.vec_env,
     )
-    return normalized(env, config) if config.normalize else env
+    if not config.normalize:
+        return env
+    env = normalized(env, config)
+    algo.use_normalizer(env)  # an off-policy algorithm keeps the env's own values and normalises its samples
+    return env
 
 
 def check_masks_fit(env: VecEnv, algo: Algorithm) -> None:
