@@ -188,6 +188,49 @@ def test_one_update_matches_torch(page, backend, space, clip_range_vf, sde):
         np.testing.assert_allclose(np.asarray(mine, dtype=np.float32), theirs.ravel(), rtol=1e-3, atol=2e-6)
 
 
+SAMPLED_IN_PAGE = """async ({ spec, rows }) => {
+  const { tf, useBackend } = await import("./src/train/tf.js");
+  const ppo = await import("./src/train/ppo.js");
+  const { BrowserPPO } = await import("./src/train/trainer.js");
+  await useBackend("wasm");
+  const net = new ppo.ActorCritic(spec, ppo.makeRng(0));
+  // the rollout's sampler as BrowserPPO runs it, without its envs: one row per env
+  const sampler = Object.assign(Object.create(BrowserPPO.prototype), {
+    net, rng: ppo.makeRng(1), discrete: spec.discrete, config: { n_envs: rows },
+  });
+  const obs = tf.randomNormal([rows, spec.obsSize], 0, 2, "float32", 3);
+  const out = net.forward(obs);
+  const [head, features] = await Promise.all([out.head.data(), out.features.data()]);
+  const logStd = spec.discrete ? null : await net.logStd.data();
+  if (net.sde) sampler.resampleExploration(logStd);
+  const sampled = sampler.sample(head, rows, logStd, net.sde ? features : null);
+  const actions = spec.discrete ? tf.tensor1d(sampled.actions, "int32") : tf.tensor2d(sampled.actions, [rows, spec.outSize]);
+  const { logProb } = net.logProbAndEntropy(out.head, actions, out.features);
+  const result = { host: Array.from(sampled.logProbs), update: Array.from(await logProb.data()) };
+  tf.dispose([obs, out.head, out.value, out.features, actions, logProb]);
+  net.dispose();
+  return result;
+}"""
+
+
+@pytest.mark.parametrize(
+    "spec",
+    [
+        {"outSize": 3, "discrete": True},
+        {"outSize": 2, "discrete": False, "logStdInit": -0.5, "low": [-2.0, -1.0], "high": [2.0, 1.0]},
+        {"outSize": 2, "discrete": False, "logStdInit": -2.0, "low": [-2.0, -1.0], "high": [2.0, 1.0], "sde": True},
+    ],
+    ids=["categorical", "gaussian", "gsde"],
+)
+def test_the_rollouts_log_probabilities_are_the_updates_at_the_same_weights(page, spec):
+    """The tab samples actions on the host (trainer.js) and the update recomputes log pi(a|s) in TensorFlow.js
+    (ppo.js): before any step they agree, so the first minibatch's ratio is 1 (gSDE's sigma(s) from z(s) included)."""
+    spec = {"obsSize": 4, "hidden": [16, 16], "activation": "tanh"} | spec
+    got = page.evaluate(SAMPLED_IN_PAGE, {"spec": spec, "rows": 64})
+    np.testing.assert_allclose(got["host"], got["update"], rtol=1e-4, atol=1e-4)
+    assert np.std(got["host"]) > 1e-3  # the rows differ (near-uniform logits too): not a comparison of constants
+
+
 def test_gae_matches_torch(page):
     rng = np.random.default_rng(0)
     steps, envs = 16, 3
