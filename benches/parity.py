@@ -179,7 +179,7 @@ def policy_kwargs(algo: str, c: dict, image: bool) -> dict:
     if algo == "recurrent_ppo":  # sb3-contrib's MlpLstmPolicy
         kwargs |= {"lstm_hidden_size": c["lstm_hidden_size"], "n_lstm_layers": c["n_lstm_layers"]}
         kwargs |= {"enable_critic_lstm": c["critic_rnn"] == "separate", "shared_lstm": c["critic_rnn"] == "shared"}
-    if algo == "td3":
+    if algo in ("td3", "sac"):
         kwargs["n_critics"] = c["n_critics"]
     return kwargs
 

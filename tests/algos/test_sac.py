@@ -1,4 +1,5 @@
-"""SAC follows the learning-rate schedule on all three of its optimizers."""
+"""SAC follows the learning-rate schedule on all three of its optimizers; its critic loss by hand, for any number
+of critics (SB3's n_critics)."""
 
 from __future__ import annotations
 
@@ -39,3 +40,28 @@ def test_a_run_with_a_linear_schedule_ends_with_a_small_learning_rate(tmp_path):
     state = load_checkpoint(tmp_path / "last.pt")["algo"]
     for name in ("actor_opt", "critic_opt", "alpha_opt"):  # the last iteration ran with 1/300 of training left
         assert state[name]["param_groups"][0]["lr"] == pytest.approx(1e-3 / 300), name
+
+
+@pytest.mark.parametrize("n_critics", [1, 2, 3])
+def test_the_critic_loss_is_the_sum_over_critics_against_the_smallest_target(n_critics):
+    """L = sum_i mean((Q_i(s, a) - y)^2), y = r + gamma (1 - d) (min_i Q'_i(s', a') - alpha log pi(a'|s')), a' ~ pi(s')."""
+    space = Box((-2.0,), (2.0,), (1,))
+    sac = SAC((3,), space, SACConfig(hidden=(8, 8), n_critics=n_critics, gamma=0.9), torch.device("cpu"), seed=0)
+    assert len(sac.critic.qs) == n_critics
+    with torch.no_grad():  # targets away from the critics, so the minimum matters
+        sac.critic_target.flat.add_(0.5 * torch.randn_like(sac.critic_target.flat))
+    g = torch.Generator().manual_seed(1)
+    obs, next_obs = torch.randn(32, 3, generator=g), torch.randn(32, 3, generator=g)
+    actions, rewards = torch.rand(32, 1, generator=g) * 4 - 2, torch.randn(32, generator=g)
+    terminated = (torch.rand(32, generator=g) < 0.3).float()
+    alpha = sac.log_alpha.exp().detach()
+    with torch.no_grad():
+        torch.manual_seed(5)  # the actor samples from torch's stream: the same draws as optimize's below
+        sac.actor.sample(obs)
+        next_actions, next_log_prob = sac.actor.sample(next_obs)
+        next_qs = torch.stack(sac.critic_target(next_obs, next_actions))
+        y = rewards + 0.9 * (1 - terminated) * (next_qs.min(0).values - alpha * next_log_prob)
+        want = sum(((q - y) ** 2).mean() for q in sac.critic(obs, actions))
+    torch.manual_seed(5)
+    logs = sac.optimize((obs, actions, rewards, next_obs, terminated))
+    torch.testing.assert_close(logs["critic_loss"], want)

@@ -12,6 +12,7 @@ from thrust_app.algos import DDPG, TD3, DDPGConfig, TD3Config
 from thrust_app.algos.action_noise import OU_DT, OU_THETA, ActionNoise
 from thrust_app.algos.td3 import td3_target
 from thrust_app.envs.core import Box
+from thrust_app.nets.policies import QCritics
 
 PENDULUM_ACTIONS = Box((-2.0,), (2.0,), (1,))
 
@@ -26,8 +27,16 @@ class LinearActorTarget:
         return -2.0 + (unit + 1.0) * 0.5 * 4.0
 
 
-def critics(obs, action):  # Q'_1 = s' + a, Q'_2 = s' + 2a
-    return (obs + action).squeeze(-1), (obs + 2 * action).squeeze(-1)
+class LinearCritics:
+    """Q'_1 = s' + a, Q'_2 = s' + 2a, their minimum taken as QCritics takes it."""
+
+    def __call__(self, obs, action):
+        return (obs + action).squeeze(-1), (obs + 2 * action).squeeze(-1)
+
+    smallest = QCritics.smallest
+
+
+critics = LinearCritics()
 
 
 def test_target_matches_a_hand_computation():

@@ -90,6 +90,13 @@ def test_image_observations_fall_back_to_the_reference_with_a_note(way):
     assert any(f"update={way} falls back to reference" in note for note in sac.notes)
 
 
+@pytest.mark.parametrize("way", WAYS)
+def test_critics_other_than_two_fall_back_to_the_reference_with_a_note(way):
+    sac = SAC((5,), SPACE, SACConfig(buffer_size=16, n_critics=1, update=way), torch.device("cpu"), seed=0)
+    assert choose_update(sac) == "reference"
+    assert any(f"update={way} falls back to reference" in note and "n_critics=1" in note for note in sac.notes)
+
+
 def test_an_actor_without_hidden_layers_runs_the_torch_update_with_a_note():
     sac = SAC((5,), SPACE, SACConfig(buffer_size=16, hidden=(), update="numba"), torch.device("cpu"), seed=0)
     assert choose_update(sac) == "handwritten"

@@ -234,8 +234,7 @@ def test_the_zoos_atari_entry_is_the_atari_preset_and_exports_back():
         from_zoo_yaml(ZOO_DQN_ATARI.replace("stable_baselines3.common.atari_wrappers.AtariWrapper", "my.MyWrapper"), fields)
 
 
-#: rl-baselines3-zoo hyperparams/sac.yml, FetchReach-v1, as the zoo writes it, but for the env's version and
-#: policy_kwargs' n_critics=1 (Thrust's SAC has two critics: the preset says so).
+#: rl-baselines3-zoo hyperparams/sac.yml, FetchReach-v1, as the zoo writes it, but for the env's version.
 ZOO_SAC_HER = """
 FetchReach-v4:
   n_timesteps: !!float 20000
@@ -252,7 +251,7 @@ FetchReach-v4:
     goal_selection_strategy='future',
     n_sampled_goal=4
   )"
-  policy_kwargs: "dict(net_arch=[64, 64])"
+  policy_kwargs: "dict(net_arch=[64, 64], n_critics=1)"
 """
 
 
@@ -260,7 +259,7 @@ def test_the_zoos_her_entry_is_the_fetch_preset_and_exports_back():
     env_id, timesteps, overrides = from_zoo_yaml(ZOO_SAC_HER, fields(SACConfig))
     assert (env_id, timesteps) == ("FetchReach-v4", get_preset("sac", env_id).timesteps)
     assert overrides["replay_buffer_class"] == "HerReplayBuffer" and overrides["n_sampled_goal"] == 4
-    assert overrides["normalize"] is True
+    assert overrides["normalize"] is True and overrides["n_critics"] == 1
     spec = make_spec("sac", env_id, timesteps, overrides=overrides)
     assert spec.config == make_spec("sac", env_id).config
     exported = to_zoo_yaml(dataclasses.asdict(spec))

@@ -1,5 +1,6 @@
-"""SAC (Haarnoja et al., 2018): twin Q critics with Polyak targets, a tanh-squashed Gaussian actor
-rescaled to the env's bounds, and automatic entropy tuning. Defaults follow Stable-Baselines3."""
+"""SAC (Haarnoja et al., 2018): twin Q critics (`n_critics`, SB3's policy_kwargs field) with Polyak targets, a
+tanh-squashed Gaussian actor rescaled to the env's bounds, and automatic entropy tuning. Defaults follow
+Stable-Baselines3."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from torch import nn
 
 from ..config import param
 from ..envs.core import Box
-from ..nets.policies import SquashedGaussianActor, TwinQ
+from ..nets.policies import QCritics, SquashedGaussianActor, TwinQ
 from .off_policy import OffPolicyAlgorithm, OffPolicyConfig, polyak
 from .replay import Batch
 
@@ -25,6 +26,7 @@ class SACConfig(OffPolicyConfig):
     init_alpha: float = param(1.0, "initial entropy temperature", gt=0)
     auto_alpha: bool = param(True, "tune the temperature towards the target entropy")
     target_entropy: float = param(0.0, "target entropy; 0 means -(action dimensions), SB3's choice")
+    n_critics: int = param(2, "critics; the target and the actor take their minimum (SB3's policy_kwargs field)", ge=1)
 
 
 class SAC(OffPolicyAlgorithm):
@@ -36,7 +38,13 @@ class SAC(OffPolicyAlgorithm):
     def __init__(self, obs_shape, action_space: Box, config: SACConfig, device, seed, obs_dtype="float32", obs_parts=None):
         super().__init__(obs_shape, action_space, config, device, seed, obs_dtype, obs_parts)
         self.actor = SquashedGaussianActor(obs_shape, action_space, config.hidden, obs_parts, config.activation).to(device)
-        self.critic = TwinQ(obs_shape, action_space, config.hidden, obs_parts, config.activation).to(device)
+        # two critics: TwinQ, the layout the written-out and compiled updates know; other counts: the reference's
+        critics = (
+            TwinQ(obs_shape, action_space, config.hidden, obs_parts, config.activation)
+            if config.n_critics == 2
+            else QCritics(obs_shape, action_space, config.hidden, config.n_critics, obs_parts, config.activation)
+        )
+        self.critic = critics.to(device)
         self.critic_target = copy.deepcopy(self.critic).requires_grad_(False)
         self.log_alpha = torch.tensor([math.log(config.init_alpha)], device=device, requires_grad=True)
         self.target_entropy = config.target_entropy or -float(math.prod(action_space.shape))
@@ -96,15 +104,14 @@ class SAC(OffPolicyAlgorithm):
 
         with torch.no_grad():
             next_actions, next_log_prob = self.actor.sample(next_obs)
-            next_q = torch.min(*self.critic_target(next_obs, next_actions)) - alpha * next_log_prob
-            target = rewards + config.gamma * (1.0 - terminated) * next_q  # y = r + gamma (min Q' - alpha log pi)
-        q1, q2 = self.critic(obs, actions)
-        critic_loss = nn.functional.mse_loss(q1, target) + nn.functional.mse_loss(q2, target)
+            next_q = self.critic_target.smallest(next_obs, next_actions) - alpha * next_log_prob
+            target = rewards + config.gamma * (1.0 - terminated) * next_q  # y = r + gamma (min_i Q'_i - alpha log pi)
+        critic_loss = sum(nn.functional.mse_loss(q, target) for q in self.critic(obs, actions))  # sum_i mse(Q_i, y)
         self.critic.zero_grad()
         critic_loss.backward()
         self.critic_opt.step()
 
-        actor_loss = (alpha * log_prob - torch.min(*self.critic(obs, new_actions))).mean()
+        actor_loss = (alpha * log_prob - self.critic.smallest(obs, new_actions)).mean()
         # Gradients for the actor only: the critics' weight gradients would be two of the largest
         # matmuls of the step, computed to be thrown away (SB3 computes them).
         self.actor.zero_grad()

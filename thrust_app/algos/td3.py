@@ -71,8 +71,8 @@ def td3_target(
     """y = r + gamma (1 - terminated) min_i Q'_i(s', a~'), a~' = clip(mu'(s') + smoothing, -1, 1) in [-1, 1]
     units (rescaled to the env's bounds for the critics)."""
     next_unit = (actor_target.unit_action(next_obs) + smoothing).clamp(-1.0, 1.0)
-    next_qs = critic_target(next_obs, actor_target.scale(next_unit))
-    return rewards + gamma * (1.0 - terminated) * torch.stack(next_qs).min(0).values
+    next_q = critic_target.smallest(next_obs, actor_target.scale(next_unit))
+    return rewards + gamma * (1.0 - terminated) * next_q
 
 
 class TD3(OffPolicyAlgorithm):

@@ -663,6 +663,10 @@ class QCritics(FlatParameters):
             for encoder, q_net in zip(self.encoders, self.qs, strict=True)
         )
 
+    def smallest(self, obs: torch.Tensor, action: torch.Tensor) -> torch.Tensor:
+        """min_i Q_i(s, a): the pessimistic estimate targets and actors use (clipped double Q)."""
+        return torch.stack(self(obs, action)).min(0).values
+
 
 class TwinQ(QCritics):
     """SAC's two critics (the written-out and compiled SAC updates know this layout)."""

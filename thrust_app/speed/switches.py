@@ -125,6 +125,8 @@ def written_out_unsupported(algo: Algorithm) -> str | None:
         return relu_only(algo)
     if isinstance(algo, DQN):
         return dqn_backward.unsupported_reason(algo.q_net)
+    if isinstance(algo, SAC) and algo.config.n_critics != 2:
+        return f"n_critics={algo.config.n_critics}: the written-out SAC update is for two critics"
     return sac_backward.unsupported_reason(algo.obs_shape)
 
 

@@ -152,7 +152,7 @@ def _normalize(value: Any) -> dict[str, Any]:
 
 
 #: policy_kwargs keys that are Thrust fields of the same name (where the algorithm has the field).
-POLICY_KWARGS_FIELDS = ("log_std_init", "ortho_init", "lstm_hidden_size", "n_lstm_layers")
+POLICY_KWARGS_FIELDS = ("log_std_init", "ortho_init", "lstm_hidden_size", "n_lstm_layers", "n_critics")
 
 
 def _network(policy_kwargs: str, fields: set[str]) -> dict[str, Any]:
