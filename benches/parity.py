@@ -49,6 +49,9 @@ from thrust_app.runs.compare import group_stats, probability_of_improvement
 #: Rows run only when named with --only (hours each on 2 cores): the MuJoCo presets, no target.
 MUJOCO = ("HalfCheetah-v5", "Hopper-v5", "Walker2d-v5", "Ant-v5", "Humanoid-v5")
 NAMED_ONLY = [(algo, env, None, "reported") for env in MUJOCO for algo in ("ppo", "a2c", "sac", "td3")]
+#: Step budgets below the preset's: the MuJoCo rows of SAC and TD3 at 100k steps (the presets' 1M is a day per row
+#: here); PPO and A2C train their presets' 1M.
+BUDGET = dict.fromkeys([(algo, env) for env in MUJOCO for algo in ("sac", "td3")], 100_000)
 #: validation's image rows (MinAtar) are not compared yet: SB3's side would need Thrust's MinAtar pipeline
 PAIRED = [pair for pair in PAIRS if not pair[1].startswith("MinAtar/")]
 #: sb3-contrib's RecurrentPPO against Thrust's recurrent PPO on the zoo's memory test (Thrust on its batched twin).
@@ -102,7 +105,7 @@ def thrust_config(algo: str, env: str, overrides: list[str], preset: str = "defa
     from thrust_app.training.run_spec import make_spec
 
     spec = make_spec(algo, env, device="cpu", overrides=overrides, preset=preset)
-    return spec.env, spec.config, spec.timesteps
+    return spec.env, spec.config, min(spec.timesteps, BUDGET.get((algo, env), spec.timesteps))
 
 
 def sb3_env_id(thrust_env: str) -> str:
@@ -515,7 +518,7 @@ def markdown(rows: list[dict], kept: dict[str, KeptRow], when: str) -> list[str]
         "(`annealed`, both sides on its settings); the others train with these rows' settings (`fast` evaluates "
         "more often and stops at the solve) or need a GPU (`gpu`: 4,096 envs, 10M steps). Rows not listed were "
         "not run on this machine (Snake: a CNN for 300k steps, 15-25 min per run per side; the MuJoCo rows, run "
-        "only when named, hours).",
+        "only when named, hours: SAC and TD3 at 100k steps, PPO and A2C at their presets' 1M, 10 final episodes).",
         "",
         *TABLE_HEAD,
         *ordered,

@@ -3,7 +3,6 @@ results) replaces those rows and keeps every other row as written, with the date
 
 from __future__ import annotations
 
-import shutil
 import sys
 from pathlib import Path
 
@@ -47,26 +46,58 @@ def table(out: Path) -> dict[str, str]:
     return {"|".join(line.split("|")[1:3]): line for line in rows}
 
 
+#: A table as parity.py wrote it before its `run on` column: two rows, one with a note under the table.
+UNDATED = """# Validation
+
+<!-- parity:start -->
+## Parity with Stable-Baselines3, every preset
+
+Produced by `python benches/parity.py` (`make validate`) on 2030-05-06; host: x86_64, 2 cores.
+
+{head}
+|------|---:|---|---|---:|---:|---:|---|
+| sac | pendulum | 5 | -127.7 [-134.1, -126.3] | -127.9 [-131.3, -126.9] | 0.56 | 5/5 / 5/5 | 5,000 / 5,000 | yes |
+| sac | FetchReach-v4 | 5 | -1.6 [-1.8, -1.5] | -1.5 [-1.6, -1.5] | 0.20 | 5/5 / 5/5 | 12,000 / 12,000 | **no** |
+
+Success rates of the final policies (goal envs' `is_success`):
+
+- sac FetchReach-v4: Thrust 1.00 (per seed 1.00); SB3 1.00 (per seed 1.00)
+
+<!-- parity:end -->
+""".format(
+    head="| algo | env | seeds | Thrust final IQM [95% CI] | SB3 final IQM [95% CI] | P(Thrust >= SB3) | ends at target, "
+    "Thrust / SB3 | steps to target, Thrust / SB3 (median) | parity |"
+)
+
+README = """| a | b |
+<!-- parity:start -->
+| Parity with SB3 (benches/parity.py) | 1 of 2 presets at parity (docs/validation.md) |
+| DQN CartPole, zoo preset vs SB3 on its settings | ends solved on 3/5 seeds vs 3/5 |
+<!-- parity:end -->
+"""
+
+
 def test_a_run_of_one_row_keeps_the_tables_other_rows_and_their_dates(parity, tmp_path):
     out, readme = tmp_path / "validation.md", tmp_path / "README.md"
-    shutil.copy(ROOT / "docs" / "validation.md", out)
-    shutil.copy(ROOT / "README.md", readme)
-    before = table(out)  # the committed rows, undated
+    out.write_text(UNDATED)
+    readme.write_text(README)
     mcc = results("ppo", "mountaincar-continuous", [91.0, 93.0, 95.0, 92.0, 94.0], [50.0, 60.0, 70.0, 80.0, 85.0])
     write(parity, out, readme, mcc, "2031-01-02")
     rows = table(out)
     assert rows[" ppo | mountaincar-continuous "].endswith("| yes | 2031-01-02 |")
-    for name, line in before.items():  # every earlier row kept, its date taken from the text that produced it
-        assert rows[name].startswith(line.rstrip()) and rows[name] != line
+    # the earlier rows kept, each dated by the text that produced it, in the table's order; the note kept too
+    assert rows[" sac | pendulum "].endswith("| 5,000 / 5,000 | yes | 2030-05-06 |")
+    assert rows[" sac | FetchReach-v4 "].endswith("| 12,000 / 12,000 | **no** | 2030-05-06 |")
+    assert list(rows) == [" sac | pendulum ", " ppo | mountaincar-continuous ", " sac | FetchReach-v4 "]
+    assert "- sac FetchReach-v4: Thrust 1.00 (per seed 1.00); SB3 1.00 (per seed 1.00)" in out.read_text()
     # a second run of another row keeps the first run's row with its own date
-    cartpole = results("ppo", "cartpole", [500.0] * 5, [500.0] * 5)
-    write(parity, out, readme, cartpole, "2031-02-03")
+    write(parity, out, readme, results("sac", "pendulum", [-120.0] * 5, [-130.0] * 5), "2031-02-03")
     rows = table(out)
     assert rows[" ppo | mountaincar-continuous "].endswith("| yes | 2031-01-02 |")
-    assert rows[" ppo | cartpole "].endswith("| yes | 2031-02-03 |")
-    assert len(rows) == len(before) + 1
-    at_parity = sum(line.split("|")[9].strip() == "yes" for line in rows.values())
-    readme_rows = [line for line in readme.read_text().splitlines() if line.startswith("| Parity with SB3")]
-    count = f"{at_parity} of {len(rows)} presets at parity"
-    assert readme_rows == [f"| Parity with SB3 (benches/parity.py) | {count} (docs/validation.md) |"]
-    assert any(line.startswith("| DQN CartPole") for line in readme.read_text().splitlines())  # kept: no DQN row ran
+    assert rows[" sac | pendulum "].endswith("| yes | 2031-02-03 |") and len(rows) == 3
+    readme_rows = [line for line in readme.read_text().splitlines() if line.startswith("| ")]
+    assert readme_rows == [
+        "| a | b |",
+        "| Parity with SB3 (benches/parity.py) | 2 of 3 presets at parity (docs/validation.md) |",
+        "| DQN CartPole, zoo preset vs SB3 on its settings | ends solved on 3/5 seeds vs 3/5 |",  # kept: no DQN row ran
+    ]
