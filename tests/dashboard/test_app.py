@@ -314,7 +314,7 @@ def test_in_a_browser_the_form_shows_the_chosen_pairs_preset(dirs):
 
     with dashboard_page() as page:
         field = lambda key: page.locator(f".st-key-{key} input:visible").first  # noqa: E731
-        expect(field("new-timesteps")).to_have_value("4000")
+        expect(field("new-timesteps")).to_have_value("4000", timeout=30_000)  # the form's first render, on a busy host
         choose_in_browser(page, "new-env", "cartpole")
         choose_in_browser(page, "new-algo", "ppo")
         expect(field("new-timesteps")).to_have_value("100000", timeout=20_000)
