@@ -126,3 +126,19 @@ def test_a_normalized_off_policy_run_exports_a_policy_on_raw_observations(tmp_pa
         want = policy.act(torch.as_tensor(raw)).numpy()
     bundle = export_run(run_dir, tmp_path / "bundle")
     np.testing.assert_allclose(OnnxPolicy(bundle).act(raw), want, atol=1e-5)
+
+
+@pytest.mark.skipif(
+    not torch.cuda.is_available(), reason="no CUDA device here: the CUDA training path runs in benches/gpu_check.sh"
+)
+def test_a_gpu_learners_minibatch_is_normalised_with_the_statistics_of_that_moment():
+    """A minibatch on the GPU is normalised as the same minibatch on the CPU, also after the statistics moved
+    (the device's copy of the normaliser follows the env's)."""
+    _, env = off_policy_steps("torch", normalize=True)
+    batch = tuple(torch.randn(8, 3) if i in (0, 3) else torch.randn(8) for i in range(5))
+    for _ in range(2):
+        on_cpu = env.normalize_sample(batch)
+        on_gpu = env.normalize_sample(tuple(t.cuda() for t in batch))
+        for want, got in zip(on_cpu, on_gpu, strict=True):
+            torch.testing.assert_close(got.cpu(), want)
+        env.step(np.zeros((2, 1), np.float32))  # the statistics move

@@ -126,6 +126,7 @@ class OffPolicyAlgorithm(Algorithm):
         """Under normalize, as SB3 with VecNormalize: the buffer keeps the observations and rewards as the env gave
         them (`env.original_obs`, `env.original_step`), and each minibatch is normalised when it is sampled, with
         the statistics as they are then (`env.normalize_sample`); HER relabels on the original goals first."""
+        env.keep_originals()
         self.normalizing_env = env
 
     def kept_obs(self, obs: Any, convert: Callable[[Any], Any] = lambda x: x) -> Any:

@@ -1,4 +1,4 @@
-"""Observation normalisation as a module: the one formula for training (envs/normalize.py), the policy a
+"""Observation normalisation as a module: the one formula for training (training/normalization.py), the policy a
 run evaluates and exports, and SB3 `VecNormalize` files brought in by `thrust import`."""
 
 from __future__ import annotations

@@ -71,10 +71,20 @@ class NormalizedVecEnv(VecEnv):
         self.ret_rms = RunningMeanStd(())
         self.returns = np.zeros(venv.num_envs, np.float64)
         self.training = True
+        #: Whether the env keeps `original_obs` / `original_step` (`keep_originals`: an off-policy run's buffer).
+        self.keeps_originals = False
         #: The latest observations and step as the env gave them, before normalisation (SB3's get_original_obs /
         #: get_original_reward): what an off-policy run's replay buffer keeps. Copies: an env may reuse its arrays.
         self.original_obs: np.ndarray | None = None
         self.original_step: BatchStep | None = None
+        #: The observation normaliser on a GPU learner's device, with the statistics of `device_count` env steps.
+        self.device_normalizer: ObsNormalizer | None = None
+        self.device_count = 0.0
+
+    def keep_originals(self) -> None:
+        """Keep each step's observations and rewards as the env gave them (what SB3 keeps in a replay buffer under
+        VecNormalize); an on-policy run never reads them, so it does not pay the copies."""
+        self.keeps_originals = True
 
     def normalize_obs(self, obs: np.ndarray) -> np.ndarray:
         if not self.norm_obs:
@@ -86,16 +96,19 @@ class NormalizedVecEnv(VecEnv):
         self.obs_rms.update(obs)
         self.obs_normalizer.set_statistics(self.obs_rms.mean, self.obs_rms.var)
 
+    def reward_scale(self) -> np.float64:
+        """sqrt(var_R + eps): what a reward is divided by (before clipping to +-clip_reward)."""
+        return np.sqrt(self.ret_rms.var + self.epsilon)
+
     def normalize_reward(self, reward: np.ndarray) -> np.ndarray:
         if not self.norm_reward:
             return reward
-        return np.clip(reward / np.sqrt(self.ret_rms.var + self.epsilon), -self.clip_reward, self.clip_reward).astype(
-            np.float32
-        )
+        return np.clip(reward / self.reward_scale(), -self.clip_reward, self.clip_reward).astype(np.float32)
 
     def reset(self, seed: int | None = None) -> np.ndarray:
         obs = self.venv.reset(seed)
-        self.original_obs = np.array(obs)
+        if self.keeps_originals:
+            self.original_obs = np.array(obs)
         self.returns[:] = 0.0
         if self.training and self.norm_obs:
             self.update_obs_statistics(obs)
@@ -103,8 +116,9 @@ class NormalizedVecEnv(VecEnv):
 
     def step(self, actions: Any) -> BatchStep:
         step = self.venv.step(actions)
-        self.original_obs = np.array(step.obs)
-        self.original_step = step._replace(reward=np.array(step.reward), final_obs=np.array(step.final_obs))
+        if self.keeps_originals:
+            self.original_obs = np.array(step.obs)
+            self.original_step = step._replace(reward=np.array(step.reward), final_obs=np.array(step.final_obs))
         if self.training and self.norm_obs:
             self.update_obs_statistics(step.obs)
         if self.training and self.norm_reward:
@@ -122,14 +136,23 @@ class NormalizedVecEnv(VecEnv):
         statistics as they are now, as SB3's replay buffers sample under VecNormalize."""
         obs, actions, rewards, next_obs, *rest = batch
         if self.norm_obs:
-            normalizer = self.obs_normalizer
-            if obs.device != normalizer.mean.device:  # a learner on the GPU: the statistics go with the batch
-                normalizer = copy.deepcopy(normalizer).to(obs.device)
+            normalizer = self.obs_normalizer_on(obs.device)
             obs, next_obs = normalizer(obs.float()), normalizer(next_obs.float())
         if self.norm_reward:  # r / sqrt(var_R + eps), clipped
-            scale = float(np.sqrt(self.ret_rms.var + self.epsilon))
-            rewards = torch.clamp(rewards / scale, -self.clip_reward, self.clip_reward)
+            rewards = torch.clamp(rewards / float(self.reward_scale()), -self.clip_reward, self.clip_reward)
         return (obs, actions, rewards, next_obs, *rest)
+
+    def obs_normalizer_on(self, device: torch.device) -> ObsNormalizer:
+        """The observation normaliser with the current statistics on `device`: the env's own on the CPU; for a GPU
+        learner one copy on its device, refreshed only when the statistics moved since the last sample."""
+        if device == self.obs_normalizer.mean.device:
+            return self.obs_normalizer
+        if self.device_normalizer is None or self.device_normalizer.mean.device != device:
+            self.device_normalizer, self.device_count = copy.deepcopy(self.obs_normalizer).to(device), self.obs_rms.count
+        elif self.device_count != self.obs_rms.count:
+            self.device_normalizer.load_state_dict(self.obs_normalizer.state_dict())  # copies onto its own device
+            self.device_count = self.obs_rms.count
+        return self.device_normalizer
 
     def close(self) -> None:
         self.venv.close()
@@ -140,7 +163,11 @@ class NormalizedVecEnv(VecEnv):
             "obs_rms": self.obs_rms.state_dict(),
             "ret_rms": self.ret_rms.state_dict(),
             "returns": torch.as_tensor(self.returns),
-        } | ({} if self.original_obs is None else {"original_obs": torch.as_tensor(self.original_obs)})
+        } | (
+            {"original_obs": torch.as_tensor(self.original_obs)}
+            if self.keeps_originals and self.original_obs is not None
+            else {}
+        )
 
     def set_state(self, state: dict[str, Any]) -> None:
         self.obs_rms.load_state_dict(state["obs_rms"])
