@@ -295,24 +295,11 @@ def run_thrust(job: Job, thrust_env, config, budget, eval_every, evals, _offset)
 
 
 def run_sb3(job: Job, thrust_env, config, budget, eval_every, evals, offset):
-    import stable_baselines3 as sb3
     from stable_baselines3.common.callbacks import BaseCallback
-    from stable_baselines3.common.env_util import make_vec_env
-    from stable_baselines3.common.logger import Logger
-    from stable_baselines3.common.vec_env import VecNormalize
 
-    from thrust_app.envs import env_observation_parts, env_spaces
-    from thrust_app.envs.gym_adapter import register_envs
-    from thrust_app.envs.pipeline import register_on_demand
     from thrust_app.training.evaluation import evaluate
 
-    register_envs()
-    env_id = sb3_env_id(thrust_env)
-    register_on_demand(env_id)
-    obs_space, action_space = env_spaces(thrust_env)
-    parts = env_observation_parts(thrust_env) if len(obs_space.shape) == 1 else None  # a Dict: SB3 reads it whole
-    action_dim = math.prod(getattr(action_space, "shape", ()) or (1,))
-    kwargs, n_envs, gaps = sb3_settings(job.algo, config, len(obs_space.shape) == 3, action_dim)
+    model, act, gaps, env_id = sb3_model(job, thrust_env, config)
 
     class Evaluations(BaseCallback):
         """Thrust's evaluation every `eval_every` env steps, on the seeds Thrust's trainer uses."""
@@ -324,6 +311,31 @@ def run_sb3(job: Job, thrust_env, config, budget, eval_every, evals, offset):
                 evals.append((self.num_timesteps, evaluate(act, env_id, 10, job.seed + offset).mean))
                 self.next_eval += eval_every
             return True
+
+    model.learn(total_timesteps=budget, callback=Evaluations())
+    return act, model.num_timesteps, gaps, env_id
+
+
+def sb3_model(job: Job, thrust_env: str, config: dict):
+    """SB3's (or sb3-contrib's) model for `job`: Thrust's preset translated field by field (`sb3_settings`), on the
+    gymnasium twin of Thrust's env, in VecNormalize when the preset normalises. Returns (model, its deterministic
+    policy on raw observations, what SB3 cannot express, the gymnasium env id)."""
+    import stable_baselines3 as sb3
+    from stable_baselines3.common.env_util import make_vec_env
+    from stable_baselines3.common.logger import Logger
+    from stable_baselines3.common.vec_env import VecNormalize
+
+    from thrust_app.envs import env_observation_parts, env_spaces
+    from thrust_app.envs.gym_adapter import register_envs
+    from thrust_app.envs.pipeline import register_on_demand
+
+    register_envs()
+    env_id = sb3_env_id(thrust_env)
+    register_on_demand(env_id)
+    obs_space, action_space = env_spaces(thrust_env)
+    parts = env_observation_parts(thrust_env) if len(obs_space.shape) == 1 else None  # a Dict: SB3 reads it whole
+    action_dim = math.prod(getattr(action_space, "shape", ()) or (1,))
+    kwargs, n_envs, gaps = sb3_settings(job.algo, config, len(obs_space.shape) == 3, action_dim)
 
     def normalize(obs):  # raw observations as the model sees them (VecNormalize's statistics as they are)
         return env.normalize_obs(as_dict(obs)) if config["normalize"] else as_dict(obs)
@@ -357,8 +369,7 @@ def run_sb3(job: Job, thrust_env, config, budget, eval_every, evals, offset):
         policy = "MultiInputPolicy" if parts else "MlpPolicy"
         model = getattr(sb3, job.algo.upper())(policy, env, seed=job.seed, device="cpu", verbose=0, **kwargs)
     model.set_logger(Logger(None, []))  # SB3's default logger makes a /tmp/SB3-<time> folder on every learn()
-    model.learn(total_timesteps=budget, callback=Evaluations())
-    return act, model.num_timesteps, gaps, env_id
+    return model, act, gaps, env_id
 
 
 # ---------------------------------------------------------------------------------------------- statistics

@@ -14,7 +14,7 @@ from thrust_app.envs.batched import make_batched
 from thrust_app.envs.tensors import EnvIO
 from thrust_app.interop.bundle import OnnxPolicy
 from thrust_app.interop.exporter import export_run
-from thrust_app.nets.obs_normalizer import NormalizedPolicy
+from thrust_app.nets.obs_normalizer import NormalizedPolicy, ObsNormalizer
 from thrust_app.speed.switches import apply_speed
 from thrust_app.training.normalization import NormalizedVecEnv, RunningMeanStd, normalized
 from thrust_app.training.trainer import load_policy, train
@@ -142,3 +142,19 @@ def test_a_gpu_learners_minibatch_is_normalised_with_the_statistics_of_that_mome
         for want, got in zip(on_cpu, on_gpu, strict=True):
             torch.testing.assert_close(got.cpu(), want)
         env.step(np.zeros((2, 1), np.float32))  # the statistics move
+
+
+def test_the_normalisers_numpy_form_equals_its_torch_form_bit_for_bit():
+    """The training env normalises each step's observations in numpy (`normalize_array`); evaluation, export and
+    replay sampling use the module: the same float32 operations, the same values, clipping included."""
+    rng = np.random.default_rng(0)
+    normalizer = ObsNormalizer(rng.normal(size=5), rng.uniform(0.0, 4.0, size=5), 1e-8, 2.0)
+    obs = rng.normal(0.0, 3.0, size=(64, 5)).astype(np.float32)
+    with torch.no_grad():
+        want = normalizer(torch.from_numpy(obs)).numpy()
+    got = normalizer.normalize_array(obs)
+    assert got.dtype == np.float32 and np.array_equal(got, want)
+    assert (np.abs(want) == 2.0).any()  # some clipped
+    normalizer.set_statistics(rng.normal(size=5), rng.uniform(0.0, 4.0, size=5))
+    with torch.no_grad():
+        assert np.array_equal(normalizer.normalize_array(obs), normalizer(torch.from_numpy(obs)).numpy())

@@ -19,13 +19,24 @@ class ObsNormalizer(nn.Module):
         self.set_statistics(mean, var)
 
     def set_statistics(self, mean: np.ndarray, var: np.ndarray) -> None:
-        """Take new running statistics (in place: a module holding this one sees them)."""
+        """Take new running statistics (in place: a module holding this one sees them). std = sqrt(var + eps) is
+        taken in float64, then stored in float32. The training env calls this every step: on the CPU it writes
+        through numpy views of the buffers, a few microseconds instead of torch's dispatch."""
+        if self.mean.device.type == "cpu":
+            np.copyto(self.mean.numpy(), mean, casting="same_kind")
+            np.sqrt(np.asarray(var, dtype=np.float64) + self.epsilon, out=self.std.numpy(), casting="same_kind")
+            return
         with torch.no_grad():
             self.mean.copy_(torch.as_tensor(np.asarray(mean, dtype=np.float32)))
             self.std.copy_(torch.as_tensor(np.sqrt(np.asarray(var, dtype=np.float64) + self.epsilon).astype(np.float32)))
 
     def forward(self, obs: torch.Tensor) -> torch.Tensor:
         return torch.clamp((obs - self.mean) / self.std, -self.clip, self.clip)
+
+    def normalize_array(self, obs: np.ndarray) -> np.ndarray:
+        """`forward` on a numpy batch, in float32 as forward computes it (the same operations, so the same bits), for
+        a normaliser on the CPU: what the training env calls on every step's observations."""
+        return np.clip((np.asarray(obs, np.float32) - self.mean.numpy()) / self.std.numpy(), -self.clip, self.clip)
 
 
 class NormalizedPolicy(nn.Module):

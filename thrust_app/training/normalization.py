@@ -89,8 +89,7 @@ class NormalizedVecEnv(VecEnv):
     def normalize_obs(self, obs: np.ndarray) -> np.ndarray:
         if not self.norm_obs:
             return obs
-        with torch.no_grad():
-            return self.obs_normalizer(torch.from_numpy(np.asarray(obs, np.float32))).numpy()
+        return self.obs_normalizer.normalize_array(obs)
 
     def update_obs_statistics(self, obs: np.ndarray) -> None:
         self.obs_rms.update(obs)
