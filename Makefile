@@ -58,6 +58,8 @@ peers: install
 	$(PY) benches/peers.py
 	$(PY) benches/peers.py --peer cleanrl
 	$(PY) benches/peers.py --peer sbx
+	$(PY) benches/mujoco_speed.py
+	$(PY) benches/mujoco_speed.py --pairs sac:HalfCheetah-v5 --set update=numba
 
 # Full learning runs, an hour or more each on 2 cores: every preset's validation, then each against SB3.
 validate: install
