@@ -1,5 +1,5 @@
 """SAC follows the learning-rate schedule on all three of its optimizers; its critic loss by hand, for any number
-of critics (SB3's n_critics)."""
+of critics (SB3's n_critics); its log-probability is SB3's squashed Gaussian."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ import torch
 
 from thrust_app.algos import SAC, SACConfig
 from thrust_app.envs.core import Box
+from thrust_app.nets.policies import SquashedGaussianActor
 from thrust_app.runs.files import load_checkpoint
 from thrust_app.training.trainer import train
 
@@ -65,3 +66,26 @@ def test_the_critic_loss_is_the_sum_over_critics_against_the_smallest_target(n_c
     torch.manual_seed(5)
     logs = sac.optimize((obs, actions, rewards, next_obs, terminated))
     torch.testing.assert_close(logs["critic_loss"], want)
+
+
+def test_the_log_probability_is_sb3s_squashed_gaussian_where_tanh_saturates_too():
+    """log pi(a | s) = log N(u; mu, std) - sum log(1 - tanh(u)^2 + 1e-6), SB3's SquashedDiagGaussianDistribution
+    (and CleanRL's): where tanh saturates (|u| past ~9 in float32) the correction stays at log(1e-6)."""
+    from stable_baselines3.common.distributions import SquashedDiagGaussianDistribution
+
+    torch.manual_seed(0)
+    actor = SquashedGaussianActor((3,), Box((-1.0, -1.0), (1.0, 1.0), (2,)), (8,))
+    with torch.no_grad():
+        actor.mu.bias.copy_(torch.tensor([0.5, 12.0]))  # the second action dimension saturates
+    obs = torch.randn(16, 3)
+    torch.manual_seed(3)
+    actions, log_prob = actor.sample(obs)
+    with torch.no_grad():
+        features = actor.encoder(obs)
+        mu, log_std = actor.mu(features), actor.log_std(features).clamp(-20.0, 2.0)
+        torch.manual_seed(3)
+        u = mu + log_std.exp() * torch.randn_like(mu)  # the same draw
+        sb3 = SquashedDiagGaussianDistribution(2).proba_distribution(mu, log_std).log_prob(torch.tanh(u), u)
+    assert (torch.tanh(u[:, 1]) == 1.0).all()  # saturated in float32
+    torch.testing.assert_close(actions, torch.tanh(u))
+    torch.testing.assert_close(log_prob, sb3, rtol=1e-5, atol=1e-4)

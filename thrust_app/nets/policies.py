@@ -598,6 +598,9 @@ class QNetwork(FlatParameters):
 
 
 LOG_STD_MIN, LOG_STD_MAX = -20.0, 2.0
+#: SB3's (and CleanRL's) epsilon in SAC's tanh correction, log pi(a | s) = log N(u) - sum log(1 - tanh(u)^2 + eps):
+#: it bounds the correction where tanh saturates (float32's tanh is exactly 1 past |u| ~ 9).
+SQUASH_EPSILON = 1e-6
 
 
 class SquashedGaussianActor(BoundsMixin, FlatParameters):
@@ -627,8 +630,7 @@ class SquashedGaussianActor(BoundsMixin, FlatParameters):
         u = mu + log_std.exp() * torch.randn_like(mu)
         squashed = torch.tanh(u)
         log_prob = Normal(mu, log_std.exp(), validate_args=False).log_prob(u)
-        # tanh's change of variables, in the numerically stable form log(1 - tanh(u)^2)
-        log_prob = log_prob - 2.0 * (math.log(2.0) - u - nn.functional.softplus(-2.0 * u))
+        log_prob = log_prob - torch.log(1.0 - squashed.square() + SQUASH_EPSILON)  # tanh's change of variables, SB3's form
         return self.scale(squashed), log_prob.sum(-1)
 
     def act(self, obs: torch.Tensor) -> torch.Tensor:

@@ -30,6 +30,8 @@ import torch
 from numba import types
 from numba.typed import List
 
+from ..nets.policies import SQUASH_EPSILON
+
 
 def _cache_available() -> bool:
     """Whether numba can keep compiled kernels on disk here: some cache location (NUMBA_CACHE_DIR, the
@@ -53,7 +55,7 @@ CACHED = _cache_available()
 #: takes 5-17 us for the updates' 64- to 256-row products with 2 to 4 columns on one thread here, OpenBLAS 1-5.
 OPENBLAS_COLUMNS = 8
 _HALF_LOG_2PI = 0.5 * math.log(2.0 * math.pi)
-_LOG_2 = math.log(2.0)
+_ONE, _SQUASH_EPSILON = np.float32(1.0), np.float32(SQUASH_EPSILON)  # SAC's tanh correction in float32, as torch's
 
 
 def sgemm_address() -> tuple[int, str]:
@@ -218,12 +220,6 @@ def dqn_gradient(obs, actions, rewards, next_obs, terminated, online, target, ga
 
 
 @numba.njit(cache=CACHED)
-def softplus(x):
-    """log(1 + e^x), as torch computes it (x itself above 20)."""
-    return x if x > 20.0 else np.log1p(np.exp(x))
-
-
-@numba.njit(cache=CACHED)
 def actor_sample(encoder, mu_head, log_std_head, obs, noise, bounds, log_std_limits):
     """`actor.sample(obs)` on the given noise eps ~ N(0, 1): (encoder outputs, raw log-std, std, tanh(u),
     action, log pi), with u = mu + std eps, the log-std clamped to `log_std_limits` and the action tanh(u)
@@ -249,9 +245,11 @@ def actor_sample(encoder, mu_head, log_std_head, obs, noise, bounds, log_std_lim
             u = mu[row, dim] + mu_head[1][dim] + std[row, dim] * noise[row, dim]
             squashed[row, dim] = np.tanh(u)
             action[row, dim] = low[dim] + (squashed[row, dim] + 1.0) * 0.5 * (high[dim] - low[dim])
-            # log N(u; mu, std) = -eps^2 / 2 - log std - log(2 pi) / 2,
-            # minus log(1 - tanh(u)^2) = 2 (log 2 - u - softplus(-2u))
-            total += -0.5 * noise[row, dim] ** 2 - log_std - _HALF_LOG_2PI - 2.0 * (_LOG_2 - u - softplus(-2.0 * u))
+            # log N(u; mu, std) = -eps^2 / 2 - log std - log(2 pi) / 2, minus log(1 - tanh(u)^2 + 1e-6) (in float32,
+            # as torch computes it: near |tanh u| = 1 the difference cancels digits)
+            tanh_u = squashed[row, dim]
+            correction = np.log(_ONE - tanh_u * tanh_u + _SQUASH_EPSILON)
+            total += -0.5 * noise[row, dim] ** 2 - log_std - _HALF_LOG_2PI - correction
         log_prob[row] = total
     return outputs, raw_log_std, std, squashed, action, log_prob
 
@@ -311,7 +309,7 @@ def actor_gradient(critics, actor, actor_grads, obs, sample, noise, bounds, log_
         grad_input = backward(critic[0], passes[index], n, grad, critic[2], critic[3], False, False, True)
         grad_action += grad_input[:, obs.shape[1] :]
     # with u = mu + std eps, action = low + (tanh u + 1)(high - low) / 2 and dL/d log pi = alpha / n:
-    # dL/du = dL/d action (1 - tanh^2 u)(high - low) / 2 + (alpha / n) 2 tanh u;
+    # dL/du = dL/d action (1 - tanh^2 u)(high - low) / 2 + (alpha / n) 2 tanh u (1 - tanh^2 u) / (1 - tanh^2 u + 1e-6);
     # dL/d log_std = (dL/du std eps - alpha / n) where the clamp passes it (raw log-std inside its bounds)
     grad_log_prob = alpha / n
     grad_u = np.empty((n, dims), np.float32)
@@ -320,7 +318,10 @@ def actor_gradient(critics, actor, actor_grads, obs, sample, noise, bounds, log_
         for dim in range(dims):
             tanh_u = squashed[row, dim]
             half_range = 0.5 * (bounds[1][dim] - bounds[0][dim])
-            grad_u[row, dim] = grad_action[row, dim] * (1.0 - tanh_u * tanh_u) * half_range + grad_log_prob * 2.0 * tanh_u
+            slope = _ONE - tanh_u * tanh_u
+            grad_u[row, dim] = grad_action[row, dim] * slope * half_range + grad_log_prob * 2.0 * tanh_u * slope / (
+                slope + _SQUASH_EPSILON
+            )
             inside = log_std_limits[0] <= raw_log_std[row, dim] <= log_std_limits[1]
             grad_log_std[row, dim] = (grad_u[row, dim] * std[row, dim] * noise[row, dim] - grad_log_prob) if inside else 0.0
     features = outputs[-1]

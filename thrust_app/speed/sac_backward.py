@@ -17,7 +17,7 @@ from torch import nn
 
 from ..algos.replay import Batch
 from ..algos.sac import SAC
-from ..nets.policies import LOG_STD_MAX, LOG_STD_MIN, SquashedGaussianActor, TwinQ, is_image
+from ..nets.policies import LOG_STD_MAX, LOG_STD_MIN, SQUASH_EPSILON, SquashedGaussianActor, TwinQ, is_image
 from .mlp_backward import adam_step, mlp_backward, mlp_forward
 
 
@@ -53,9 +53,9 @@ def actor_forward(actor: SquashedGaussianActor, obs: torch.Tensor) -> ActorPass:
     noise = torch.randn_like(mu)
     u = mu + std * noise
     squashed = torch.tanh(u)
-    # log N(u; mu, std) = -eps^2 / 2 - log std - log(2 pi) / 2, minus log(1 - tanh(u)^2) = 2 (log 2 - u - softplus(-2u))
+    # log N(u; mu, std) = -eps^2 / 2 - log std - log(2 pi) / 2, minus log(1 - tanh(u)^2 + 1e-6)
     log_prob = -0.5 * noise.square() - log_std - 0.5 * math.log(2 * math.pi)
-    log_prob = log_prob - 2.0 * (math.log(2.0) - u - nn.functional.softplus(-2.0 * u))
+    log_prob = log_prob - torch.log(1.0 - squashed.square() + SQUASH_EPSILON)
     return ActorPass(outputs, raw_log_std, std, noise, squashed, actor.scale(squashed), log_prob.sum(-1))
 
 
@@ -66,12 +66,14 @@ def actor_backward(
     """Write the actor's gradients from dL/d action (n, d) and dL/d log_prob (n,).
 
     With u = mu + std eps and action = low + (tanh u + 1)(high - low) / 2:
-    d action / du = (1 - tanh^2 u)(high - low) / 2; d log_prob / d mu = 2 tanh u (the Gaussian's terms cancel
-    under the reparameterisation), d log_prob / d log_std = 2 tanh(u) std eps - 1; du/d log_std = std eps;
+    d action / du = (1 - tanh^2 u)(high - low) / 2; d log_prob / du = 2 tanh u (1 - tanh^2 u) / (1 - tanh^2 u + 1e-6)
+    (only the correction depends on u: the Gaussian's terms cancel under the reparameterisation),
+    d log_prob / d log_std = d log_prob / du std eps - 1; du/d log_std = std eps;
     the clamp passes the gradient where the raw log-std lies inside [LOG_STD_MIN, LOG_STD_MAX]."""
     grad_log_prob = grad_log_prob.unsqueeze(-1)
-    grad_u = grad_action * (1.0 - sample.squashed.square()) * (0.5 * (actor.high - actor.low))
-    grad_u = grad_u + grad_log_prob * 2.0 * sample.squashed
+    slope = 1.0 - sample.squashed.square()  # d tanh(u) / du
+    grad_u = grad_action * slope * (0.5 * (actor.high - actor.low))
+    grad_u = grad_u + grad_log_prob * 2.0 * sample.squashed * slope / (slope + SQUASH_EPSILON)
     inside = (sample.raw_log_std >= LOG_STD_MIN) & (sample.raw_log_std <= LOG_STD_MAX)
     grad_log_std = (grad_u * sample.std * sample.noise - grad_log_prob) * inside
     features = sample.outputs[-1]
