@@ -318,10 +318,9 @@ def actor_gradient(critics, actor, actor_grads, obs, sample, noise, bounds, log_
         for dim in range(dims):
             tanh_u = squashed[row, dim]
             half_range = 0.5 * (bounds[1][dim] - bounds[0][dim])
-            slope = _ONE - tanh_u * tanh_u
-            grad_u[row, dim] = grad_action[row, dim] * slope * half_range + grad_log_prob * 2.0 * tanh_u * slope / (
-                slope + _SQUASH_EPSILON
-            )
+            slope = _ONE - tanh_u * tanh_u  # d tanh(u) / du
+            through_log_prob = grad_log_prob * 2.0 * tanh_u * slope / (slope + _SQUASH_EPSILON)
+            grad_u[row, dim] = grad_action[row, dim] * slope * half_range + through_log_prob
             inside = log_std_limits[0] <= raw_log_std[row, dim] <= log_std_limits[1]
             grad_log_std[row, dim] = (grad_u[row, dim] * std[row, dim] * noise[row, dim] - grad_log_prob) if inside else 0.0
     features = outputs[-1]
