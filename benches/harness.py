@@ -112,6 +112,18 @@ def stop_if_signalled(summary: dict) -> dict:
     return summary
 
 
+def train_quietly(algo: str, env: str, **settings) -> dict:
+    """One Thrust run on the CPU in a temporary folder, without progress bar or log lines (`train`'s other
+    `settings` as given); its summary, through `stop_if_signalled`."""
+    from tempfile import TemporaryDirectory
+
+    from thrust_app.training.trainer import train
+
+    with TemporaryDirectory() as tmp:
+        summary = train(algo, env, device="cpu", run_dir=Path(tmp) / "run", progress=False, log=lambda _: None, **settings)
+    return stop_if_signalled(summary)
+
+
 def read_block(path: Path, name: str) -> list[str]:
     """The lines between the `<!-- NAME:start -->` and `<!-- NAME:end -->` markers of `path` (none without them)."""
     text = path.read_text() if path.exists() else ""

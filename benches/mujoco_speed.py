@@ -20,14 +20,12 @@ import argparse
 import json
 import platform
 import statistics
-import tempfile
 import time
 from pathlib import Path
 
 import torch
+from harness import train_quietly
 from parity import Job, sb3_model, thrust_config
-
-from thrust_app.training.trainer import train
 
 PAIRS = ["sac:HalfCheetah-v5", "td3:HalfCheetah-v5", "ppo:HalfCheetah-v5"]
 
@@ -49,21 +47,16 @@ def window_rate(marks: list[tuple[int, float]], start: int) -> float:
 
 def thrust_rate(algo: str, env: str, overrides: list[str], start: int, budget: int, seed: int) -> float:
     marks: list[tuple[int, float]] = []
-    with tempfile.TemporaryDirectory() as tmp:
-        train(
-            algo,
-            env,
-            timesteps=budget,
-            seed=seed,
-            device="cpu",
-            run_dir=Path(tmp) / "run",
-            overrides=overrides,
-            eval_every=10 * budget,  # none inside the window (the closing one comes after the last mark)
-            checkpoint_every=10 * budget,
-            progress=False,
-            log=lambda _: None,
-            on_iteration=lambda trainer: marks.append((trainer.step, time.perf_counter())),
-        )
+    train_quietly(
+        algo,
+        env,
+        timesteps=budget,
+        seed=seed,
+        overrides=overrides,
+        eval_every=10 * budget,  # none inside the window (the closing one comes after the last mark)
+        checkpoint_every=10 * budget,
+        on_iteration=lambda trainer: marks.append((trainer.step, time.perf_counter())),
+    )
     return window_rate(marks, start)
 
 

@@ -32,14 +32,13 @@ import platform
 import statistics
 import time
 from pathlib import Path
-from tempfile import TemporaryDirectory
 
 import torch
-from harness import RecurrentPredict, stop_if_signalled
+from harness import RecurrentPredict, train_quietly
 
 from thrust_app.envs.gym_adapter import register_envs
 from thrust_app.training.evaluation import evaluate
-from thrust_app.training.trainer import EVAL_SEED_OFFSET, train
+from thrust_app.training.trainer import EVAL_SEED_OFFSET
 
 EVAL_EVERY = 5000
 #: SAC solves Pendulum within its first few thousand steps on both sides: evaluated every 5k, the solve-time
@@ -142,24 +141,17 @@ def run_thrust(algo: str, seed: int, budget: int, stop: bool, eval_every: int = 
     overrides = {"update": update} if update else {}
     evals: list[tuple[int, float]] = []
     on_record = lambda r: evals.append((r["step"], r["train_s"])) if r["kind"] == "eval" else None  # noqa: E731
-    with TemporaryDirectory() as tmp:
-        s = stop_if_signalled(
-            train(
-                algo,
-                env,
-                timesteps=budget,
-                seed=seed,
-                device="cpu",
-                run_dir=Path(tmp) / "run",
-                overrides=overrides,
-                eval_every=eval_every,
-                eval_episodes=EVAL_EPISODES,
-                stop_at_return=threshold if stop else None,
-                progress=False,
-                log=lambda _: None,
-                on_record=on_record,
-            )
-        )
+    s = train_quietly(
+        algo,
+        env,
+        timesteps=budget,
+        seed=seed,
+        overrides=overrides,
+        eval_every=eval_every,
+        eval_episodes=EVAL_EPISODES,
+        stop_at_return=threshold if stop else None,
+        on_record=on_record,
+    )
     solved = s["status"] == "solved"
     return {
         "steps": s["timesteps"],
