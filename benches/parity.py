@@ -263,6 +263,7 @@ def run_job(job: Job) -> dict:
         "final_mean": final.mean,
         "final_success": final.success_rate,
         "gaps": gaps,
+        "run_on": time.strftime("%Y-%m-%d"),
     }
 
 
@@ -408,6 +409,8 @@ def summarize(
     row["p_thrust_ge_sb3"], row["p_ci"] = probability_of_improvement(row["thrust"]["finals"], row["sb3"]["finals"])
     row["at_parity"] = row["p_thrust_ge_sb3"] >= 0.5 and row["thrust"]["iqm"] >= row["sb3"]["ci"][0]
     row["gaps"] = sorted({gap for r in side["sb3"] for gap in r["gaps"]})
+    # the day its latest run finished ("": results recorded before runs carried their date)
+    row["run_on"] = max((r.get("run_on", "") for r in side["thrust"] + side["sb3"]), default="")
     return row
 
 
@@ -490,7 +493,7 @@ def table_row(row: dict, when: str = "") -> str:
     return (
         f"{name} {min(t['seeds'], s['seeds'])} | {cell(t)} | {cell(s)} "
         f"| {row['p_thrust_ge_sb3']:.2f} | {ends} | {steps(t)} / {steps(s)} "
-        f"| {'yes' if row['at_parity'] else '**no**'} | {when} |"
+        f"| {'yes' if row['at_parity'] else '**no**'} | {row.get('run_on') or when} |"
     )
 
 
@@ -513,7 +516,8 @@ def markdown(rows: list[dict], kept: dict[str, KeptRow], when: str) -> list[str]
     return [
         "## Parity with Stable-Baselines3, every preset",
         "",
-        f"Produced by `python benches/parity.py` (`make validate`), {len(rows)} row(s) run on {when}{earlier}; host: "
+        f"Produced by `python benches/parity.py` (`make validate`) on {when}: {len(rows)} row(s) from this machine's "
+        f"results (each dated by its latest run){earlier}; host: "
         f"{host}; CPU, 1 torch thread per run, two runs in parallel, the same seeds on both sides. Thrust trains with "
         f"its preset, SB3 {sb3_version()} with the same values translated field by field (`sb3_settings` in the "
         "script), on gymnasium's CartPole-v1 / Pendulum-v1 / Acrobot-v1 / MountainCar(Continuous) where Thrust's "

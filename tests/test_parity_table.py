@@ -95,6 +95,14 @@ def test_a_run_of_one_row_keeps_the_tables_other_rows_and_their_dates(parity, tm
     rows = table(out)
     assert rows[" ppo | mountaincar-continuous "].endswith("| yes | 2031-01-02 |")
     assert rows[" sac | pendulum "].endswith("| yes | 2031-02-03 |") and len(rows) == 3
+    # a row is dated by the day its latest run finished, not by the day the table is written
+    dated = [
+        run | {"run_on": "2031-03-0" + str(run["seed"] % 3 + 1)}
+        for run in results("sac", "pendulum", [-120.0] * 5, [-130.0] * 5)
+    ]
+    write(parity, out, readme, dated, "2031-09-09")
+    assert table(out)[" sac | pendulum "].endswith("| yes | 2031-03-03 |")
+    assert table(out)[" ppo | mountaincar-continuous "].endswith("| yes | 2031-01-02 |")
     readme_rows = [line for line in readme.read_text().splitlines() if line.startswith("| ")]
     assert readme_rows == [
         "| a | b |",
