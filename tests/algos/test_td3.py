@@ -121,3 +121,16 @@ def test_reference_only_settings_are_refused_with_the_choices():
 
     with pytest.raises(ConfigError, match="update"):
         apply_overrides(TD3Config(), {"update": "numba"}, "td3")
+
+
+@pytest.mark.parametrize(("noise_type", "noisy"), [("normal", True), ("ornstein-uhlenbeck", True), ("none", False)])
+def test_the_warm_up_takes_the_exploration_noise_as_sb3_does(noise_type, noisy):
+    """SB3 adds the action noise to the warm-up's uniform actions too, clipped to the bounds: with noise a share of
+    them sit exactly on a bound (a uniform draw never does), and the noise process has moved."""
+    config = TD3Config(n_envs=500, learning_starts=10_000, noise_type=noise_type, noise_std=0.5)
+    td3 = TD3((3,), PENDULUM_ACTIONS, config, torch.device("cpu"), seed=0)
+    actions = td3.random_actions(config.n_envs)
+    on_bounds = float((actions.abs() == 2.0).float().mean())
+    assert actions.abs().max() <= 2.0 and (on_bounds > 0) == noisy, on_bounds
+    if noise_type == "ornstein-uhlenbeck":
+        assert td3.noise.state.abs().sum() > 0

@@ -122,6 +122,12 @@ class TD3(OffPolicyAlgorithm):
         """The behaviour policy: clip(mu(s) + noise, -1, 1), rescaled to the env's bounds."""
         return self.actor.scale((self.actor.unit_action(obs) + self.noise.sample()).clamp(-1.0, 1.0))
 
+    def random_actions(self, n: int, mask: torch.Tensor | None = None) -> torch.Tensor:
+        """The warm-up's uniform actions plus the exploration noise, clipped: SB3 adds the action noise to every
+        action before learning_starts too (`_sample_action`), so its process runs from the first step."""
+        unit = torch.rand((n, *self.action_space.shape), generator=self.generator, device=self.device) * 2.0 - 1.0
+        return self.actor.scale((unit + self.noise.sample()).clamp(-1.0, 1.0))
+
     def after_env_step(self, done) -> None:
         super().after_env_step(done)
         self.noise.reset(done)
