@@ -46,7 +46,7 @@ class NumpyBackend:
     def asarray(self, values: Any, dtype: Any = None) -> Any:
         import numpy as np
 
-        return np.asarray(values, dtype=dtype)  # numpy's own: the compat layer's costs ~3 µs a call, 8 calls a step
+        return np.asarray(values, dtype=dtype)  # numpy's own: the compat layer's adds about 1 µs a call, 8 calls a step
 
 
 class TorchBackend:

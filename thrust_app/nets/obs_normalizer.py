@@ -20,15 +20,11 @@ class ObsNormalizer(nn.Module):
 
     def set_statistics(self, mean: np.ndarray, var: np.ndarray) -> None:
         """Take new running statistics (in place: a module holding this one sees them). std = sqrt(var + eps) is
-        taken in float64, then stored in float32. The training env calls this every step: on the CPU it writes
-        through numpy views of the buffers, a few microseconds instead of torch's dispatch."""
-        if self.mean.device.type == "cpu":
-            np.copyto(self.mean.numpy(), mean, casting="same_kind")
-            np.sqrt(np.asarray(var, dtype=np.float64) + self.epsilon, out=self.std.numpy(), casting="same_kind")
-            return
-        with torch.no_grad():
-            self.mean.copy_(torch.as_tensor(np.asarray(mean, dtype=np.float32)))
-            self.std.copy_(torch.as_tensor(np.sqrt(np.asarray(var, dtype=np.float64) + self.epsilon).astype(np.float32)))
+        taken in float64, then stored in float32. Written through numpy views of the buffers, a few microseconds
+        (the training env calls this every step), so for a normaliser still on the CPU: every caller's is (a
+        copy on another device comes from `.to` or `load_state_dict`)."""
+        np.copyto(self.mean.numpy(), mean, casting="same_kind")
+        np.sqrt(np.asarray(var, dtype=np.float64) + self.epsilon, out=self.std.numpy(), casting="same_kind")
 
     def forward(self, obs: torch.Tensor) -> torch.Tensor:
         return torch.clamp((obs - self.mean) / self.std, -self.clip, self.clip)
