@@ -46,7 +46,8 @@ def check_range(name: str, value: float, ge: float | None, gt: float | None, le:
 #: `update` of A2C and PPO: what computes the gradient step.
 ON_POLICY_UPDATE_HELP = (
     "how an update's gradients are computed: handwritten (speed/actor_critic_backward.py, the chain rule written "
-    "out; vector observations) or reference (autograd: loss.backward()); both give the same gradients"
+    "out; vector observations), numba (speed/numba_actor_critic.py, the same steps compiled by numba; CPU, "
+    "compiles once per machine) or reference (autograd: loss.backward()); all give the same gradients"
 )
 #: `update` of DQN and SAC: what computes the whole update.
 OFF_POLICY_UPDATE_HELP = (

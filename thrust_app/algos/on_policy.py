@@ -51,7 +51,7 @@ class OnPolicyConfig(AlgoConfig):
         "of the policy's features, its weights drawn anew every sde_sample_freq steps (nets/policies.py ActionHead)",
     )
     sde_sample_freq: int = param(-1, "gSDE: steps between new exploration weights (-1: once per rollout)", ge=-1)
-    update: Literal["handwritten", "reference"] = param("handwritten", ON_POLICY_UPDATE_HELP)
+    update: Literal["handwritten", "numba", "reference"] = param("handwritten", ON_POLICY_UPDATE_HELP)
 
     def validate(self) -> None:
         super().validate()

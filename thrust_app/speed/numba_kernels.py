@@ -336,3 +336,241 @@ def actor_gradient(critics, actor, actor_grads, obs, sample, noise, bounds, log_
     grad_features += through_log_std
     backward(encoder[0], outputs, n, grad_features, encoder_grads[0], encoder_grads[1], True, True, False)
     return loss / n
+
+
+# -- A2C's and PPO's gradient (numba_actor_critic.py) --------------------------------------------------
+#: `loss` of `actor_critic_gradient`: which algorithm file's loss the gradient is of.
+PPO_LOSS, A2C_LOSS = 0, 1
+
+
+@numba.njit(cache=CACHED)
+def activate(out, bias, tanh):
+    """out = f(out + bias) in place: tanh, or ReLU."""
+    for row in range(out.shape[0]):
+        for col in range(out.shape[1]):
+            value = out[row, col] + bias[col]
+            out[row, col] = np.tanh(value) if tanh else max(value, 0.0)
+
+
+@numba.njit(cache=CACHED)
+def activation_backward(grad, out, tanh):
+    """dL/dz in place of dL/d out, out = f(z): tanh' = 1 - out^2, relu' = [out > 0]."""
+    for row in range(grad.shape[0]):
+        for col in range(grad.shape[1]):
+            if tanh:
+                grad[row, col] *= 1.0 - out[row, col] * out[row, col]
+            elif out[row, col] <= 0.0:
+                grad[row, col] = 0.0
+
+
+@numba.njit(cache=CACHED)
+def column_sums(grad, out):
+    """out = sum over the rows of grad (a bias's gradient)."""
+    out[:] = 0.0
+    for row in range(grad.shape[0]):
+        for col in range(grad.shape[1]):
+            out[col] += grad[row, col]
+
+
+@numba.njit(cache=CACHED)
+def towers_forward(towers, obs, tanh):
+    """TwinTowers' layer outputs at `obs` (B, in), tower-major: the input layer's (2, B, h) and each later
+    layer's (2, B, out), [0] the policy tower's, [1] the value tower's. `towers` is (input weight (2, h, in),
+    input bias (2, h), (weight (2, in, out), ...), (bias (2, 1, out), ...)), at least one later layer."""
+    input_weight, input_bias, weights, biases = towers
+    n = obs.shape[0]
+    first = np.empty((2, n, input_weight.shape[1]), np.float32)
+    layers = List()
+    for index in range(len(weights)):
+        layers.append(np.empty((2, n, weights[index].shape[2]), np.float32))
+    for tower in range(2):
+        matmul(obs, input_weight[tower].T, first[tower])
+        activate(first[tower], input_bias[tower], tanh)
+        for index in range(len(weights)):
+            x = first[tower] if index == 0 else layers[index - 1][tower]
+            matmul(x, weights[index][tower], layers[index][tower])
+            activate(layers[index][tower], biases[index][tower, 0], tanh)
+    return first, layers
+
+
+@numba.njit(cache=CACHED)
+def towers_backward(towers, grads, obs, first, layers, grad, tanh):
+    """Write every tower parameter's gradient from `towers_forward`'s outputs and dL/d features (2, B, h) (consumed).
+
+    Per layer y = f(x W + b): dL/dW = x^T dL/dz, dL/db = sum_batch dL/dz, dL/dx = dL/dz W^T."""
+    weights = towers[2]
+    input_weight_grad, input_bias_grad, weight_grads, bias_grads = grads
+    for tower in range(2):
+        g = grad[tower]
+        for index in range(len(weights) - 1, -1, -1):
+            activation_backward(g, layers[index][tower], tanh)
+            x = first[tower] if index == 0 else layers[index - 1][tower]
+            matmul(x.T, g, weight_grads[index][tower])
+            column_sums(g, bias_grads[index][tower, 0])
+            below = np.empty((g.shape[0], weights[index].shape[1]), np.float32)
+            matmul(g, weights[index][tower].T, below)
+            g = below
+        activation_backward(g, first[tower], tanh)
+        matmul(g.T, obs, input_weight_grad[tower])
+        column_sums(g, input_bias_grad[tower])
+
+
+@numba.njit(cache=CACHED)
+def normalized(advantages, normalize):
+    """(A - mean A) / (std A + 1e-8) with torch's unbiased std when `normalize`, else A itself."""
+    n = advantages.shape[0]
+    if not normalize:
+        return advantages
+    mean = advantages.mean()
+    spread = np.sqrt(((advantages - mean) ** 2).sum() / (n - 1))
+    return ((advantages - mean) / (spread + 1e-8)).astype(np.float32)
+
+
+@numba.njit(cache=CACHED)
+def ppo_loss_gradient(log_prob, entropy, value, samples, settings, grads):
+    """algos/ppo.py's `ppo_loss`: its logs (policy, value, entropy, approx KL, clip fraction), and dL/d log_prob,
+    dL/d value and dL/d entropy (one number for every sample) into `grads`. With r = exp(log_prob - old):
+    d(-mean min(r A, clip(r) A)) / d log_prob = -r A / n where the unclipped term is the min, else 0;
+    d(vf_coef mean((V' - R)^2)) / dV = 2 vf_coef (V' - R) / n, times [|V - V_old| <= eps_vf] when
+    V' = V_old + clip(V - V_old, -eps_vf, eps_vf); d(-ent_coef mean H) / dH = -ent_coef / n."""
+    old_log_prob, old_value, advantages, returns = samples
+    clip_range, clip_range_vf, vf_coef, ent_coef = settings[0], settings[1], settings[2], settings[3]
+    n = log_prob.shape[0]
+    advantages = normalized(advantages, settings[4] > 0.0 and n > 1)
+    g_log_prob, g_value = grads[0], grads[1]
+    low, high = np.float32(1.0 - clip_range), np.float32(1.0 + clip_range)  # float32 throughout, as torch
+    logs = np.zeros(5)
+    for row in range(n):
+        log_ratio = log_prob[row] - old_log_prob[row]
+        ratio = np.exp(log_ratio)
+        surrogate = advantages[row] * ratio
+        clipped = advantages[row] * min(max(ratio, low), high)  # equal to surrogate where the clip does not bite
+        g_log_prob[row] = -surrogate / n if surrogate <= clipped else 0.0
+        change = value[row] - old_value[row]
+        if clip_range_vf > 0.0:
+            error = old_value[row] + min(max(change, -clip_range_vf), clip_range_vf) - returns[row]
+            g_value[row] = 2.0 * vf_coef * error / n if abs(change) <= clip_range_vf else 0.0
+        else:
+            error = value[row] - returns[row]
+            g_value[row] = 2.0 * vf_coef * error / n
+        logs[0] -= min(surrogate, clipped)
+        logs[1] += error * error
+        logs[2] += entropy[row]
+        logs[3] += (ratio - 1.0) - log_ratio
+        logs[4] += 1.0 if abs(ratio - 1.0) > clip_range else 0.0
+    return logs / n, -ent_coef / n
+
+
+@numba.njit(cache=CACHED)
+def a2c_loss_gradient(log_prob, entropy, value, samples, settings, grads):
+    """algos/a2c.py's `a2c_loss`: its logs (policy, value, entropy), and dL/d log_prob = -A / n,
+    dL/dV = 2 vf_coef (V - R) / n into `grads`, and dL/dH = -ent_coef / n (one number for every sample)."""
+    advantages, returns = samples[2], samples[3]
+    vf_coef, ent_coef = settings[2], settings[3]
+    n = log_prob.shape[0]
+    advantages = normalized(advantages, settings[4] > 0.0)
+    logs = np.zeros(3)
+    for row in range(n):
+        error = value[row] - returns[row]
+        grads[0][row] = -advantages[row] / n
+        grads[1][row] = 2.0 * vf_coef * error / n
+        logs[0] -= advantages[row] * log_prob[row]
+        logs[1] += error * error
+        logs[2] += entropy[row]
+    return logs / n, -ent_coef / n
+
+
+@numba.njit(cache=CACHED)
+def policy_outputs(features, pi_head, vf_head, log_std, actions, discrete):
+    """V(s), log pi(a|s) and the entropy per sample from the towers' features (2, B, h), and the policy head's
+    output as the backward needs it: log p per action (categorical over logits z: log p = z - logsumexp(z))
+    or eps = (a - mu) / sigma (Gaussian: log p = sum(-eps^2 / 2 - log sigma - log(2 pi) / 2))."""
+    n, hidden = features.shape[1], features.shape[2]
+    head_out = np.empty((n, pi_head[0].shape[0]), np.float32)
+    matmul(features[0], pi_head[0].T, head_out)
+    value, log_prob, entropy = np.empty(n, np.float32), np.empty(n, np.float32), np.empty(n, np.float32)
+    inverse_std = np.exp(-log_std)
+    for row in range(n):  # loops of scalars: a row's slice would allocate an array per op
+        total = vf_head[1][0]
+        for col in range(hidden):
+            total += features[1, row, col] * vf_head[0][0, col]
+        value[row] = total
+        logits = head_out[row]
+        logits += pi_head[1]
+        if discrete:
+            top = logits.max()
+            total = 0.0
+            for col in range(logits.shape[0]):
+                total += np.exp(logits[col] - top)
+            logits -= top + np.log(total)
+            log_prob[row] = logits[int(actions[row, 0])]
+            entropy[row] = -(np.exp(logits) * logits).sum()  # H = -sum p log p
+        else:
+            total, spread = 0.0, 0.0
+            for col in range(logits.shape[0]):
+                eps = (actions[row, col] - logits[col]) * inverse_std[col]
+                logits[col] = eps
+                total += -0.5 * eps * eps - log_std[col] - _HALF_LOG_2PI
+                spread += 0.5 + _HALF_LOG_2PI + log_std[col]  # H = sum(1/2 + log(2 pi) / 2 + log sigma)
+            log_prob[row], entropy[row] = total, spread
+    return head_out, value, log_prob, entropy
+
+
+@numba.njit(cache=CACHED)
+def head_gradient(head_out, actions, entropy, g_log_prob, g_entropy, log_std, log_std_grad, discrete):
+    """dL/d policy head output in place of `policy_outputs`' head_out, from dL/d log_prob and dL/d entropy
+    (Gaussian: also writes dL/d log sigma). Categorical: d log p_a / dz = onehot(a) - p, dH/dz = -p (log p + H).
+    Gaussian: d log p / d mu = eps / sigma, d log p / d log sigma = eps^2 - 1, dH / d log sigma = 1."""
+    n = head_out.shape[0]
+    if not discrete:
+        log_std_grad[:] = n * g_entropy
+    inverse_std = np.exp(-log_std)
+    for row in range(n):
+        for col in range(head_out.shape[1]):
+            if discrete:
+                log_p = head_out[row, col]
+                head_out[row, col] = -np.exp(log_p) * (g_log_prob[row] + g_entropy * (log_p + entropy[row]))
+            else:
+                eps = head_out[row, col]
+                log_std_grad[col] += g_log_prob[row] * (eps * eps - 1.0)
+                head_out[row, col] = g_log_prob[row] * eps * inverse_std[col]
+        if discrete:
+            head_out[row, int(actions[row, 0])] += g_log_prob[row]
+
+
+@numba.njit(cache=CACHED)
+def heads_backward(features, head_grad, g_value, pi_head, vf_head, pi_grads, vf_grads):
+    """Write both heads' gradients from dL/d head output and dL/dV; return dL/d features (2, B, h)."""
+    feature_grad = np.empty(features.shape, np.float32)
+    matmul(head_grad.T, features[0], pi_grads[0])
+    column_sums(head_grad, pi_grads[1])
+    matmul(head_grad, pi_head[0], feature_grad[0])
+    vf_grads[1][0] = g_value.sum()
+    vf_grads[0][:] = 0.0
+    for row in range(features.shape[1]):
+        for col in range(features.shape[2]):
+            vf_grads[0][0, col] += g_value[row] * features[1, row, col]
+            feature_grad[1, row, col] = g_value[row] * vf_head[0][0, col]
+    return feature_grad
+
+
+@numba.njit(cache=CACHED)
+def actor_critic_gradient(net, grads, obs, actions, discrete, tanh, loss, samples, settings):
+    """Write every gradient of ActorCritic `net` (towers, policy head (weight, bias), value head, log-std) of the
+    A2C (`loss` A2C_LOSS) or PPO (PPO_LOSS) loss at (obs, actions) into `grads` (the same layout); return
+    the loss's logs. `samples` are (old log-probs, old values, advantages, returns), `settings` (clip range,
+    clip_range_vf, vf_coef, ent_coef, normalize_advantage)."""
+    towers, pi_head, vf_head, log_std = net
+    tower_grads, pi_grads, vf_grads, log_std_grad = grads
+    first, layers = towers_forward(towers, obs, tanh)
+    features = layers[-1]
+    head_out, value, log_prob, entropy = policy_outputs(features, pi_head, vf_head, log_std, actions, discrete)
+    per_sample = np.empty((2, obs.shape[0]), np.float32)  # dL/d log_prob, dL/dV
+    if loss == PPO_LOSS:
+        logs, g_entropy = ppo_loss_gradient(log_prob, entropy, value, samples, settings, per_sample)
+    else:
+        logs, g_entropy = a2c_loss_gradient(log_prob, entropy, value, samples, settings, per_sample)
+    head_gradient(head_out, actions, entropy, per_sample[0], g_entropy, log_std, log_std_grad, discrete)
+    feature_grad = heads_backward(features, head_out, per_sample[1], pi_head, vf_head, pi_grads, vf_grads)
+    towers_backward(towers, tower_grads, obs, first, layers, feature_grad, tanh)
+    return logs

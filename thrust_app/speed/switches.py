@@ -9,9 +9,9 @@ faster form of a step in the reference step's place on one algorithm instance, a
   a numpy env, the CPU.
 - `update`: handwritten (default) or reference. Replaces A2C's/PPO's `backward` and `optimizer_step`
   (actor_critic_backward.py), DQN's `update` (dqn_backward.py), SAC's `optimize` (sac_backward.py), the
-  MLP pieces in mlp_backward.py. Serves MLP nets (no CNN). DQN and SAC also take `numba`: the same
-  steps compiled by numba (numba_dqn.py, numba_sac.py, kernels in numba_kernels.py), on the CPU, float32,
-  with a hidden layer.
+  MLP pieces in mlp_backward.py. Serves MLP nets (no CNN). A2C, PPO, DQN and SAC also take `numba`: the
+  same steps compiled by numba (numba_actor_critic.py, numba_dqn.py, numba_sac.py, kernels in
+  numba_kernels.py), on the CPU, float32, with a hidden layer.
 - `cuda_graphs`: False (default) or True (PPO, DQN, SAC). Wraps PPO's `step_minibatch` and
   `collect_steps` and DQN's/SAC's `update` in a CUDA graph (cuda_graphs.py). Serves CUDA with
   update=handwritten and constant schedules; a collection also needs the env's arrays on the learner's GPU.
@@ -131,7 +131,7 @@ def written_out_unsupported(algo: Algorithm) -> str | None:
 
 
 def choose_update(algo: Algorithm) -> str:
-    """`update="handwritten"`: the gradients written out; `"numba"` (DQN, SAC): the same steps compiled by numba."""
+    """`update="handwritten"`: the gradients written out; `"numba"`: the same steps compiled by numba."""
     asked = algo.config.update
     if asked == "reference":
         return "reference"
@@ -143,6 +143,8 @@ def choose_update(algo: Algorithm) -> str:
     if asked == "numba":
         stacks = (algo.actor.encoder,) if isinstance(algo, SAC) else ()
         reason = numba_nets.unsupported_reason(algo.device, algo.policy.flat.dtype, stacks)
+        if not reason and isinstance(algo, OnPolicyAlgorithm) and not algo.net.towers.weights:
+            reason = f"hidden={algo.config.hidden}: the compiled A2C/PPO update is written for two or more hidden layers"
         if reason:
             fall_back(algo, "update", "numba", "handwritten", reason)
             chosen = "handwritten"
@@ -154,15 +156,21 @@ def choose_update(algo: Algorithm) -> str:
 
 def install_update(algo: Algorithm, chosen: str) -> None:
     """Put the `chosen` ("handwritten" or "numba") form of the algorithm's update step in place."""
-    if isinstance(algo, OnPolicyAlgorithm):
-        algo.backward = partial(actor_critic_backward.fast_backward, algo.net)
-        algo.optimizer_step = partial(adam_step, algo.optimizer)  # Adam's fused kernel, without the bookkeeping
-    elif chosen == "numba":  # numba loads only when asked for (0.3 s)
+    if chosen == "numba":  # numba loads only when asked for (0.3 s)
         from .numba_kernels import CACHED
 
         if not CACHED:
             reason = "no cache location is writable (NUMBA_CACHE_DIR names one)"
             fall_back(algo, "update", "numba", "kernels compiled in memory, in every run (DQN ~4 s, SAC ~7 s)", reason)
+    if isinstance(algo, OnPolicyAlgorithm):
+        if chosen == "numba":
+            from .numba_actor_critic import compiled_backward
+
+            algo.backward = partial(compiled_backward, algo.net)
+        else:
+            algo.backward = partial(actor_critic_backward.fast_backward, algo.net)
+        algo.optimizer_step = partial(adam_step, algo.optimizer)  # Adam's fused kernel, without the bookkeeping
+    elif chosen == "numba":
         if isinstance(algo, DQN):
             from .numba_dqn import compiled_dqn_update
 

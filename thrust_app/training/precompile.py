@@ -1,9 +1,10 @@
-"""Fill numba's on-disk cache with the compiled DQN and SAC updates (`update="numba"`) ahead of a first run.
+"""Fill numba's on-disk cache with the compiled DQN, SAC and A2C/PPO updates (`update="numba"`) ahead of a
+first run.
 
 numba compiles each kernel of numba_kernels.py on its first call on a machine (DQN about 6 s, SAC about
-14 s on a 2-core Xeon VM, benches/sbx_peer.py's `cold_compile_s`) and loads it from its cache afterwards
-(0.1-0.3 s). `make install` (and so `make run` and `make test`) runs this once, so the first compiled
-run a user starts loads its kernels instead:
+14 s on a 2-core Xeon VM, benches/sbx_peer.py's `cold_compile_s`; PPO about 20 s for each kind of action)
+and loads it from its cache afterwards (0.1-0.3 s). `make install` (and so `make run` and `make test`) runs
+this once, so the first compiled run a user starts loads its kernels instead:
 
     python -m thrust_app.training.precompile
 
@@ -18,15 +19,18 @@ from collections.abc import Callable
 from pathlib import Path
 from tempfile import TemporaryDirectory
 
-#: algo -> (env, timesteps, settings): the preset's network and batch with an early start, a handful of updates.
-RUNS = {
-    "dqn": ("thrust/CartPole-v0", 400, {"learning_starts": 100}),
-    "sac": ("thrust/Pendulum-v0", 120, {"learning_starts": 100}),
-}
+#: (algo, env, timesteps, settings): the preset's network and batch with an early start, a handful of updates.
+#: PPO's kernel compiles once for discrete actions (integers) and once for continuous ones; A2C shares it.
+RUNS = [
+    ("dqn", "thrust/CartPole-v0", 400, {"learning_starts": 100}),
+    ("sac", "thrust/Pendulum-v0", 120, {"learning_starts": 100}),
+    ("ppo", "thrust/CartPole-v0", 64, {"n_envs": 1, "n_steps": 64, "n_epochs": 1, "batch_size": 32}),
+    ("ppo", "thrust/Pendulum-v0", 64, {"n_envs": 1, "n_steps": 64, "n_epochs": 1, "batch_size": 32, "use_sde": False}),
+]
 
 
 def precompile(log: Callable[[str], None] = print) -> dict[str, float]:
-    """Compile (or load) every kernel of the numba updates; seconds each algorithm's short run took."""
+    """Compile (or load) every kernel of the numba updates; seconds each short run took, by "algo env"."""
     from ..speed.numba_kernels import CACHED
     from .trainer import train
 
@@ -35,7 +39,7 @@ def precompile(log: Callable[[str], None] = print) -> dict[str, float]:
         return {}
     seconds, lines = {}, []
     with TemporaryDirectory() as tmp:
-        for algo, (env, timesteps, settings) in RUNS.items():
+        for algo, env, timesteps, settings in RUNS:
             start = time.perf_counter()
             lines.clear()
             train(
@@ -43,20 +47,21 @@ def precompile(log: Callable[[str], None] = print) -> dict[str, float]:
                 env,
                 timesteps=timesteps,
                 device="cpu",
-                run_dir=Path(tmp) / algo,
+                run_dir=Path(tmp) / f"{algo}-{len(seconds)}",
                 overrides={"update": "numba", **settings},
                 eval_every=timesteps,
                 eval_episodes=1,
                 progress=False,
                 log=lines.append,
             )
-            seconds[algo] = time.perf_counter() - start
+            name = f"{algo} {env}"
+            seconds[name] = time.perf_counter() - start
             # the run's notes say when it could not take the numba form ("update=numba falls back to ...: why")
             fallbacks = [line.removeprefix("thrust: ") for line in lines if "falls back" in line]
             if fallbacks:
-                log(f"precompile: {algo}: {fallbacks[0]}; nothing compiled")
+                log(f"precompile: {name}: {fallbacks[0]}; nothing compiled")
             else:
-                log(f"precompile: {algo}'s compiled update ready in numba's cache ({seconds[algo]:.1f} s)")
+                log(f"precompile: {name}: the compiled update is ready in numba's cache ({seconds[name]:.1f} s)")
     return seconds
 
 
