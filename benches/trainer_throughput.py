@@ -56,8 +56,8 @@ PAIRS = {
 }
 
 
-def build(algo: str, device: torch.device, **extra):
-    env_id = PAIRS[algo]
+def build(algo: str, device: torch.device, env_id: str | None = None, **extra):
+    env_id = env_id or PAIRS[algo]
     cls = ALGOS[algo]
     config = apply_overrides(apply_overrides(cls.Config(), get_preset(algo, env_id).config), extra)
     env = make_batched(env_id, config.n_envs, seed=0)

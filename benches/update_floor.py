@@ -1,8 +1,9 @@
-"""How much of a DQN / SAC / TD3 update is matmul arithmetic, and how much is everything else.
+"""How much of a DQN / SAC / TD3 / PPO update is matmul arithmetic, and how much is everything else.
 
 Times one gradient step of the zoo presets (DQN: 64 samples, 256x256 Q-net; SAC: 256 samples,
 256x256 actor and critics; TD3: 256 samples, 400x300 actor and critics, timed over two steps, one
-with the delayed actor step, and reported per step), each way the algorithm can compute it (`update="numba"`, the written-out
+with the delayed actor step, and reported per step; PPO: one minibatch of HalfCheetah-v5's preset, 64
+samples, 256x256 ReLU policy and value towers), each way the algorithm can compute it (`update="numba"`, the written-out
 update compiled by numba; `update="handwritten"`, the written-out update in torch; `update="reference"`, the
 reference), against its matmul floor: every matmul the step launched (mm, addmm, bmm, baddbmm, forward and
 backward, recorded by a dispatch mode during one step) replayed alone on tensors of the same shapes and
@@ -20,7 +21,7 @@ and each of its parts, in microseconds, as the reference (`acting="torch"`) and 
 from one seed, iteration by iteration in turn, with denormals flushed to zero (what `resolve_device`
 sets for the thread that trains) and without.
 
-    python benches/update_floor.py [--rounds 5]
+    python benches/update_floor.py [--rounds 5] [--only ppo]
 """
 
 from __future__ import annotations
@@ -28,7 +29,9 @@ from __future__ import annotations
 import argparse
 import sys
 import time
+import warnings
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 
 import numba
@@ -41,6 +44,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from trainer_throughput import build
 
 import thrust_app.speed.mlp_backward as mlp_backward
+from thrust_app.algos.rollout import compute_gae
 from thrust_app.speed.mlp_backward import adam_step
 from thrust_app.speed.numba_kernels import SGEMM_SOURCE
 from thrust_app.speed.numba_kernels import matmul as compiled_matmul
@@ -139,6 +143,11 @@ def record(step: Callable[[], object]) -> MatmulRecorder:
     return recorder
 
 
+#: The replay's products of batched stand-ins are strided views; numba warns when it compiles the np.dot branch
+#: of `matmul` for them, which the wide products never take.
+warnings.filterwarnings("ignore", category=numba.NumbaPerformanceWarning)
+
+
 @numba.njit
 def replay_products(products) -> None:
     for product in literal_unroll(products):  # (left, right, out); a heterogeneous tuple is unrolled
@@ -147,11 +156,13 @@ def replay_products(products) -> None:
 
 def compiled_replayer(products: list[tuple[torch.Tensor, torch.Tensor]]) -> Callable[[], None]:
     """The products replayed as the compiled updates compute them: numba_kernels.matmul (each product
-    by the BLAS faster at its shape, called directly) in one numba call, on the same shapes and layouts."""
-    if any(left.dim() != 2 for left, _ in products):
-        raise ValueError("the compiled replay takes matrix products only")
+    by the BLAS faster at its shape, called directly) in one numba call, on the same shapes and layouts; a batched
+    product (the twin towers' bmm) as its matrix products, as the compiled A2C/PPO update computes it."""
+    matrices = [
+        pair for left, right in products for pair in (zip(left, right, strict=True) if left.dim() == 3 else [(left, right)])
+    ]
     operands = tuple(
-        (left.numpy(), right.numpy(), np.empty((left.shape[0], right.shape[1]), np.float32)) for left, right in products
+        (left.numpy(), right.numpy(), np.empty((left.shape[0], right.shape[1]), np.float32)) for left, right in matrices
     )
     return lambda: replay_products(operands)
 
@@ -166,9 +177,33 @@ def replayer(calls: list[Callable[[], object]]) -> Callable[[], None]:
 
 
 #: Each algorithm's forms of the update (TD3 has its reference only).
-UPDATES = {"dqn": ("numba", "handwritten", "reference"), "sac": ("numba", "handwritten", "reference"), "td3": ("reference",)}
+UPDATES = {
+    "dqn": ("numba", "handwritten", "reference"),
+    "sac": ("numba", "handwritten", "reference"),
+    "td3": ("reference",),
+    "ppo": ("numba", "handwritten", "reference"),
+}
 #: Updates per timed step: TD3's actor (and targets) move every second critic step (policy_delay 2).
 STEPS = {"td3": 2}
+
+
+def ready_agent(algo: str, update: str):
+    """The algorithm's zoo preset with its update in the `update` form, ready to time `agent.train_step`: DQN's, SAC's
+    and TD3's with 2,048 steps in the buffer; PPO's on HalfCheetah-v5 after one rollout, `train_step` one minibatch."""
+    if algo != "ppo":
+        agent, env, io, obs = build(algo, torch.device("cpu"), learning_starts=1, update=update)
+        while agent.buffer.size < 2048:
+            obs = agent.iteration(env, io, obs).obs
+        return agent, env, io, obs
+    agent, env, io, obs = build(algo, torch.device("cpu"), env_id="HalfCheetah-v5", update=update)
+    rollout, obs = agent.collect(env, io, obs)
+    config = agent.config
+    advantages, returns = compute_gae(
+        rollout.rewards, rollout.values, rollout.dones, rollout.last_values, config.gamma, config.gae_lambda
+    )
+    (minibatch, _), *_ = agent.minibatches(rollout, advantages, returns)
+    agent.train_step = partial(agent.step_minibatch, minibatch)
+    return agent, env, io, obs
 
 
 def adam_steps(agent) -> Callable[[], None]:
@@ -189,15 +224,16 @@ def timed_step(agent) -> Callable[[], object]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--only", nargs="*", choices=list(UPDATES), help="these algorithms only (no denormal test)")
     args = parser.parse_args()
     resolve_device("cpu", torch_threads=1)  # one torch thread, one BLAS thread for numpy
     for algo, updates in UPDATES.items():
-        calls = {"dqn": 100, "sac": 20, "td3": 5}[algo]
+        if args.only and algo not in args.only:
+            continue
+        calls = {"dqn": 100, "sac": 20, "td3": 5, "ppo": 100}[algo]
         per = STEPS.get(algo, 1)
         for update in updates:
-            agent, env, io, obs = build(algo, torch.device("cpu"), learning_starts=1, update=update)
-            while agent.buffer.size < 2048:
-                obs = agent.iteration(env, io, obs).obs
+            agent, env, io, obs = ready_agent(algo, update)
             if update == "numba":
                 compiled_floor(agent, calls, args.rounds)
                 continue
@@ -220,12 +256,13 @@ def main() -> None:
                     f"  of the matmuls, {len(recorder.numpy_operands)} with a narrow right operand ran in numpy: "
                     f"{numpy_ms * 1e3:.0f} us, where torch.mm takes {in_torch * 1e3:.0f} us (mlp_backward.matmul)"
                 )
-        if algo == "td3":  # acting has its torch form only
+        if algo in ("td3", "ppo"):  # TD3's acting has its torch form only; PPO's acting is timed by mujoco_speed.py
             continue
         agent.apply_schedules(0.0)  # DQN's epsilon at its final value: most steps act greedily, through the net
         print(f"{algo}: acting step, acting=torch (goal <= 60 us): " + acting_step(agent, env, io, obs, args.rounds))
         print(f"{algo}: acting step, acting=numpy (goal <= 60 us): " + fast_acting_step(agent, env, obs, args.rounds))
-    print(f"dqn, zoo preset, 40 iterations of 256 steps and 128 updates: {denormal_cost(40, args.rounds)}")
+    if not args.only:
+        print(f"dqn, zoo preset, 40 iterations of 256 steps and 128 updates: {denormal_cost(40, args.rounds)}")
 
 
 def compiled_floor(agent, calls: int, rounds: int) -> None:
