@@ -33,6 +33,23 @@ def test_running_statistics_equal_numpys_over_all_batches():
     np.testing.assert_allclose(rms.var, everything.var(0), rtol=1e-9)
 
 
+@pytest.mark.parametrize("rows", [1, 3])
+def test_running_statistics_equal_sb3s_bit_for_bit(rows):
+    """One env's steps (batches of one row, which skip numpy's mean and variance) and several envs' steps:
+    SB3's RunningMeanStd on the same float32 stream ends with the very same numbers."""
+    from stable_baselines3.common.running_mean_std import RunningMeanStd as SB3RunningMeanStd
+
+    rng = np.random.default_rng(0)
+    ours, theirs = RunningMeanStd((5,)), SB3RunningMeanStd(shape=(5,))
+    for _ in range(200):
+        batch = rng.normal(3.0, 2.0, size=(rows, 5)).astype(np.float32)
+        ours.update(batch)
+        theirs.update(batch)
+    np.testing.assert_array_equal(ours.mean, theirs.mean)
+    np.testing.assert_array_equal(ours.var, theirs.var)
+    assert ours.count == theirs.count
+
+
 @pytest.mark.parametrize("env_id", ["CartPole-v1", "Pendulum-v1"])
 def test_normalized_steps_equal_sb3s_vec_normalize(env_id):
     """The same envs, seeds and actions through SB3's VecNormalize and Thrust's wrapper: the same

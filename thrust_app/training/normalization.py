@@ -32,7 +32,11 @@ class RunningMeanStd:
         self.count = epsilon
 
     def update(self, batch: np.ndarray) -> None:
-        batch_mean, batch_var, batch_count = batch.mean(axis=0), batch.var(axis=0), batch.shape[0]
+        batch_count = batch.shape[0]
+        if batch_count == 1:  # one env: the mean is the row, the variance 0; what mean/var compute, 20 µs sooner
+            batch_mean, batch_var = batch[0], 0.0
+        else:
+            batch_mean, batch_var = batch.mean(axis=0), batch.var(axis=0)
         delta, total = batch_mean - self.mean, self.count + batch_count
         # M2 = M2_a + M2_b + delta^2 n_a n_b / (n_a + n_b)
         m2 = self.var * self.count + batch_var * batch_count + delta**2 * self.count * batch_count / total
