@@ -1,12 +1,13 @@
 """Every numba kernel of the compiled updates (`update="numba"`): a ReLU MLP's forward and backward,
-the gradient-norm clip, DQN's gradient (numba_dqn.py calls it) and SAC's three steps (numba_sac.py).
+the gradient-norm clip, DQN's gradient (numba_dqn.py calls it), SAC's three steps (numba_sac.py) and A2C's
+and PPO's gradient through the twin towers (numba_actor_critic.py).
 
-They are the written-out passes of mlp_backward.py, dqn_backward.py and sac_backward.py with the loop around them
-compiled: each product is a direct BLAS call (`matmul`), and the elementwise steps (bias, ReLU and its
-derivative, the losses' gradients) are loops, so an update pays neither an op dispatch nor a Python line
-per step. On the zoo's 64-sample DQN batches that dispatch is more than half of the torch update
-(benches/update_floor.py). The kernels read and write the parameters' and gradients' own memory (numpy
-views, numba_nets.py).
+They are the written-out passes of mlp_backward.py, dqn_backward.py, sac_backward.py and
+actor_critic_backward.py with the loop around them compiled: each product is a direct BLAS call (`matmul`),
+and the elementwise steps (bias, activation and its derivative, the losses' gradients) are loops, so an
+update pays neither an op dispatch nor a Python line per step. On the zoo's 64-sample DQN batches that
+dispatch is more than half of the torch update (benches/update_floor.py). The kernels read and write the
+parameters' and gradients' own memory (numpy views: numba_nets.py, numba_actor_critic.py).
 
 One file, and no constant read from another module: numba's on-disk cache (each kernel compiles once per
 machine) is keyed on the file that defines a function, not on the functions it calls or the globals it
