@@ -8,13 +8,13 @@ import torch
 
 from thrust_app.algos import A2C, PPO
 from thrust_app.envs.batched import make_batched
-from thrust_app.envs.core import Box, Discrete
+from thrust_app.envs.core import Box
 from thrust_app.envs.tensors import EnvIO
 from thrust_app.nets.policies import ActorCritic
 from thrust_app.speed.numba_actor_critic import compiled_backward
 from thrust_app.speed.switches import apply_speed
 
-from .test_actor_critic_backward import LOSSES, example_batch, reference_gradients
+from .test_actor_critic_backward import LOSSES, assert_gradients_equal_autograds, example_batch, reference_gradients
 
 
 @pytest.mark.parametrize("loss", LOSSES)
@@ -25,18 +25,7 @@ from .test_actor_critic_backward import LOSSES, example_batch, reference_gradien
 def test_compiled_gradients_equal_autograds(loss, hidden, activation, space):
     """PPO's (with and without the value clip) and A2C's losses compiled; a loss of one's own ("new-term")
     takes the written-out torch path, and is held to the same gradients."""
-    action_space = Box((-2.0, -1.0), (2.0, 1.0), (2,)) if space == "box" else Discrete(3)
-    torch.manual_seed(0)
-    net = ActorCritic((5,), action_space, hidden, activation)
-    obs, actions, batch = example_batch(space)
-    loss_fn = LOSSES[loss](batch)
-    want_logs, want = reference_gradients(net, obs, actions, loss_fn)
-    net.flat.grad.fill_(float("nan"))  # every gradient must be written, none accumulated onto
-    got_logs = compiled_backward(net, obs, actions, loss_fn)
-    torch.testing.assert_close(got_logs, want_logs, atol=1e-6, rtol=1e-5)
-    for name, p in net.named_parameters():
-        assert p.grad.abs().sum() > 0, name
-        torch.testing.assert_close(p.grad, want[name], atol=2e-6, rtol=1e-4, msg=name)
+    assert_gradients_equal_autograds(compiled_backward, loss, hidden, activation, space)
 
 
 def test_the_clipped_ratio_gets_no_gradient_where_the_clip_bites():
