@@ -30,8 +30,8 @@ LOSSES = {ppo_loss: PPO_LOSS, a2c_loss: A2C_LOSS}
 def net_arrays(net: ActorCritic, grads: bool) -> tuple:
     """numpy views of the net's parameters (or of their gradients) as `actor_critic_gradient` reads them:
     (towers (input weight, input bias, (weights), (biases)), policy head, value head, log-std), the input
-    layer's two halves tower-major (2, h, in). Tuples of arrays:
-    numba types them from the call's arguments in about a microsecond (a typed List inside a tuple costs ~100)."""
+    layer's two halves tower-major (2, h, in). Tuples of arrays: numba types them from a call's arguments in
+    about a microsecond (a typed List inside a tuple costs about 100)."""
     view = (lambda p: p.grad.detach().numpy()) if grads else (lambda p: p.detach().numpy())
     towers = net.towers
     blocks = [tuple(view(p) for p in params) for params in (towers.weights, towers.biases)]
@@ -70,6 +70,7 @@ def compiled_backward(net: ActorCritic, obs: torch.Tensor, actions: torch.Tensor
         samples = (batch.old_log_prob, batch.old_value, batch.advantages, batch.returns)
         clip = (keywords["clip_range"], config.clip_range_vf)
     else:
+        # A2C's loss has no old log-probs or values: the advantages stand in for them (same type, never read)
         samples = (keywords["advantages"],) * 2 + (keywords["advantages"], keywords["returns"])
         clip = (0.0, 0.0)
     settings = np.array([*clip, config.vf_coef, config.ent_coef, float(config.normalize_advantage)])

@@ -11,7 +11,7 @@ faster form of a step in the reference step's place on one algorithm instance, a
   (actor_critic_backward.py), DQN's `update` (dqn_backward.py), SAC's `optimize` (sac_backward.py), the
   MLP pieces in mlp_backward.py. Serves MLP nets (no CNN). A2C, PPO, DQN and SAC also take `numba`: the
   same steps compiled by numba (numba_actor_critic.py, numba_dqn.py, numba_sac.py, kernels in
-  numba_kernels.py), on the CPU, float32, with a hidden layer.
+  numba_kernels.py), on the CPU, float32, with a hidden layer (A2C/PPO: two or more).
 - `cuda_graphs`: False (default) or True (PPO, DQN, SAC). Wraps PPO's `step_minibatch` and
   `collect_steps` and DQN's/SAC's `update` in a CUDA graph (cuda_graphs.py). Serves CUDA with
   update=handwritten and constant schedules; a collection also needs the env's arrays on the learner's GPU.
