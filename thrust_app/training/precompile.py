@@ -2,7 +2,7 @@
 first run.
 
 numba compiles each kernel of numba_kernels.py on its first call on a machine (DQN about 6 s, SAC about
-14 s on a 2-core Xeon VM, benches/sbx_peer.py's `cold_compile_s`; PPO about 20 s for each kind of action)
+14 s on a 2-core Xeon VM, benches/sbx_peer.py's `cold_compile_s`; PPO 13-18 s, then 4-6 s more for the other kind of action)
 and loads it from its cache afterwards (0.1-0.3 s). `make install` (and so `make run` and `make test`) runs
 this once, so the first compiled run a user starts loads its kernels instead:
 
