@@ -295,6 +295,33 @@ def test_a_killed_driver_takes_its_workers_with_it_and_resume_finishes_every_tri
     assert not unfinished, (unfinished, study_trials(folder))  # the study's record says which trial went where
 
 
+def test_a_trial_failed_by_an_escaped_interruption_continues_in_its_folders_on_resume(tmp_path):
+    """A worker's second SIGTERM raises KeyboardInterrupt out of its run, and Optuna records the trial as failed,
+    with neither an error nor the `interrupted` mark (what the killed-driver test above once met under load):
+    `--resume` queues it again under its own folders, once; a trial that failed with an error of its own stays
+    failed."""
+    from optuna.trial import TrialState
+
+    from thrust_app.sweeps.optuna_engine import requeue_interrupted, suggest
+
+    path, folder = long_sweep(tmp_path, "escaped")
+    spec = SweepSpec.from_yaml(path)
+    folder.mkdir(parents=True)
+    study = open_study(folder, spec)
+    for attrs in ({"pid": 1}, {"pid": 2, "error": "its settings do not fit"}):
+        trial = study.ask()
+        for name, space in spec.search.items():
+            suggest(trial, name, space)
+        for key, value in attrs.items():
+            trial.set_user_attr(key, value)
+        study.tell(trial, state=TrialState.FAIL)
+    assert requeue_interrupted(folder, spec) == 1
+    assert requeue_interrupted(folder, spec) == 0  # already queued: not twice
+    waiting = study.get_trials(deepcopy=False, states=(TrialState.WAITING,))
+    assert [trial.user_attrs["continues"] for trial in waiting] == [0]
+    assert waiting[0].system_attrs["fixed_params"] == study.trials[0].params  # its own settings again
+
+
 def study_trials(folder: Path) -> list[tuple[int, str, dict]]:
     """(number, state, user attributes) of every trial in the sweep's Optuna study: what a failure message needs."""
     study = open_study(folder, load_sweep(folder))

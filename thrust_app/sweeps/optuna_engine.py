@@ -228,7 +228,9 @@ def continue_orphans(study: Any, folder: Path, spec: SweepSpec) -> None:
 
 def requeue_interrupted(folder: Path, spec: SweepSpec) -> int:
     """Trials a killed sweep left running, or a stopped one interrupted: queued again under their own
-    folders (a killed one is first marked failed)."""
+    folders (a killed one is first marked failed). A trial that failed with no error of its own was
+    interrupted too: something escaped its run (a second signal's KeyboardInterrupt, which Optuna records
+    as a failure), and its folders are continued like any other's."""
     from optuna.trial import TrialState
 
     study = open_study(folder, spec)
@@ -236,9 +238,10 @@ def requeue_interrupted(folder: Path, spec: SweepSpec) -> int:
     unfinished: dict[int, list[Any]] = {}
     for trial in study.get_trials(deepcopy=False):
         key = trial.user_attrs.get("continues", trial.number)
+        escaped = trial.state == TrialState.FAIL and "error" not in trial.user_attrs
         if trial.state in (TrialState.WAITING, TrialState.COMPLETE, TrialState.PRUNED):
             handled.add(key)
-        elif trial.state == TrialState.RUNNING or trial.user_attrs.get("interrupted"):
+        elif trial.state == TrialState.RUNNING or trial.user_attrs.get("interrupted") or escaped:
             unfinished.setdefault(key, []).append(trial)
     for trials in unfinished.values():
         for trial in trials:
