@@ -180,7 +180,6 @@ COVERED_BY = {
     "nets/obs_normalizer.py": "tests/training/test_normalization.py",
     "algos/base.py": "tests/training/test_trainer.py",
     "algos/off_policy.py": "tests/algos/test_dqn.py",
-    "algos/on_policy.py": "tests/algos/test_ppo.py",
     "dashboard/jobs.py": "tests/dashboard/test_app.py",
     "dashboard/widgets.py": "tests/dashboard/test_app.py",
     "dashboard/new_run_tab.py": "tests/dashboard/test_app.py",

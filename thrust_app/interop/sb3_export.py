@@ -104,7 +104,8 @@ def policy_kwargs(spec: RunSpec) -> dict[str, Any]:
 
 
 def sb3_weights(algo_name: str, algo: Algorithm) -> Iterator[tuple[str, torch.Tensor]]:
-    """(SB3 policy state-dict name, tensor) for every weight of the SB3 policy."""
+    """(SB3 policy state-dict name, tensor) for every weight of the SB3 policy: views of the algorithm's own tensors
+    (SB3's `load_state_dict` copies them)."""
     parts = algo.stateful_parts()
     if algo_name in ("ppo", "a2c"):
         yield from actor_critic_weights(parts["net"])
@@ -126,15 +127,16 @@ def sb3_weights(algo_name: str, algo: Algorithm) -> Iterator[tuple[str, torch.Te
 
 
 def actor_critic_weights(net: Any) -> Iterator[tuple[str, torch.Tensor]]:
-    """PPO's and A2C's ActorCritic: the policy and value towers as SB3's policy_net and value_net."""
+    """PPO's and A2C's ActorCritic: the policy and value towers as SB3's policy_net and value_net (views of the
+    net's own tensors, like every weight here: writing one writes the net)."""
     for index, tower in enumerate(("policy_net", "value_net")):
         for i, (weight, bias) in enumerate(net.towers.layers(index)):  # SB3: Linear, activation, Linear, ...
-            yield f"mlp_extractor.{tower}.{2 * i}.weight", weight.detach().clone()
-            yield f"mlp_extractor.{tower}.{2 * i}.bias", bias.detach().clone()
+            yield f"mlp_extractor.{tower}.{2 * i}.weight", weight.detach()
+            yield f"mlp_extractor.{tower}.{2 * i}.bias", bias.detach()
     yield from linear_stack("action_net", [net.pi_head], step=1)
     yield from linear_stack("value_net", [net.vf_head], step=1)
     if hasattr(net, "log_std") and not net.discrete:
-        yield "log_std", net.log_std.detach().clone()
+        yield "log_std", net.log_std.detach()
 
 
 def critic_weights(prefix: str, critics: Any) -> Iterator[tuple[str, torch.Tensor]]:
@@ -151,8 +153,8 @@ def linear_stack(prefix: str, layers: list[torch.nn.Linear], step: int = 2) -> I
     for a single layer (`step=1`)."""
     for i, layer in enumerate(layers):
         name = prefix if step == 1 else f"{prefix}.{step * i}"
-        yield f"{name}.weight", layer.weight.detach().clone()
-        yield f"{name}.bias", layer.bias.detach().clone()
+        yield f"{name}.weight", layer.weight.detach()
+        yield f"{name}.bias", layer.bias.detach()
 
 
 __all__ = ["SB3ExportError", "check_exportable", "write_sb3_zip"]

@@ -1,0 +1,92 @@
+"""A2C's and PPO's learning step against Stable-Baselines3's on the same work: SB3 collects a rollout with its
+own policy, Thrust's net takes that policy's weights, and both learn from the one rollout; GAE, the losses, the
+gradient clip and the optimizer (PPO's Adam over several epochs, A2C's RMSprop) must leave the same weights.
+
+The rollout is one minibatch per epoch (batch_size = n_steps x n_envs), so the two libraries' minibatch
+orders (numpy's permutation, torch's) cannot part them: what is compared is the update itself."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from thrust_app.algos import build_algorithm
+from thrust_app.algos.rollout import Rollout, compute_gae
+from thrust_app.interop.sb3_export import actor_critic_weights
+
+N_ENVS, N_STEPS = 4, 64
+
+#: (env, Thrust and SB3's shared settings, SB3-only settings): Gaussian, gSDE and categorical actions
+CASES = {
+    "ppo-pendulum-gsde": ("Pendulum-v1", {"use_sde": True, "sde_sample_freq": 4}, {}),
+    "ppo-pendulum": ("Pendulum-v1", {"clip_range_vf": 0.2}, {}),
+    "ppo-cartpole": ("CartPole-v1", {}, {}),
+    "a2c-pendulum-gsde": ("Pendulum-v1", {"use_sde": True, "sde_sample_freq": 4, "normalize_advantage": True}, {}),
+    "a2c-cartpole": ("CartPole-v1", {"gae_lambda": 0.9}, {}),
+}
+PPO = {"batch_size": N_ENVS * N_STEPS, "n_epochs": 3, "clip_range": 0.2, "learning_rate": 1e-3}
+A2C = {"learning_rate": 7e-4}
+
+
+def sb3_rollout(algo: str, env_id: str, settings: dict):
+    """SB3's model after collecting one rollout of N_STEPS x N_ENVS with its initial policy."""
+    import stable_baselines3 as sb3
+    from stable_baselines3.common.env_util import make_vec_env
+
+    model_class = {"ppo": sb3.PPO, "a2c": sb3.A2C}[algo]
+    model = model_class("MlpPolicy", make_vec_env(env_id, n_envs=N_ENVS, seed=0), seed=0, device="cpu", **settings)
+    _, callback = model._setup_learn(N_ENVS * N_STEPS, None)
+    callback.on_training_start(locals(), globals())
+    model.collect_rollouts(model.env, callback, model.rollout_buffer, n_rollout_steps=N_STEPS)
+    return model
+
+
+def thrust_rollout(model, net) -> Rollout:
+    """SB3's rollout buffer as Thrust's Rollout (dones: an episode ended after step t where SB3 marks step t + 1 as
+    an episode's start; the last values are the value of the observation after the rollout)."""
+    buffer = model.rollout_buffer
+    as_tensor = lambda array: torch.as_tensor(np.asarray(array), dtype=torch.float32)  # noqa: E731
+    dones = np.concatenate([buffer.episode_starts[1:], model._last_episode_starts[None]])
+    actions = torch.as_tensor(buffer.actions[..., 0]).long() if net.discrete else as_tensor(buffer.actions)
+    with torch.no_grad():
+        last_values = net.value(as_tensor(model._last_obs)).reshape(-1)
+    fields = {"obs": buffer.observations, "log_probs": buffer.log_probs, "values": buffer.values}
+    fields |= {"rewards": buffer.rewards, "dones": dones}
+    return Rollout(
+        actions=actions,
+        last_values=last_values,
+        episode_returns=[],
+        episode_lengths=[],
+        **{name: as_tensor(array) for name, array in fields.items()},
+    )
+
+
+@pytest.mark.parametrize("case", list(CASES))
+def test_one_update_equals_sb3s_on_sb3s_rollout_and_weights(case):
+    algo_name = case.split("-")[0]
+    env_id, shared, sb3_only = CASES[case]
+    shared = {"n_steps": N_STEPS, "gamma": 0.9, "ent_coef": 0.01, "vf_coef": 0.5, "max_grad_norm": 0.5, **shared}
+    shared |= PPO if algo_name == "ppo" else A2C
+    model = sb3_rollout(algo_name, env_id, shared | sb3_only)
+    config = shared | {"n_envs": N_ENVS, "hidden": [64, 64], "activation": "tanh", "update": "reference"}
+    algo = build_algorithm(algo_name, env_id, config, torch.device("cpu"), 0)
+    sb3_weights = {name: weight.clone() for name, weight in model.policy.state_dict().items()}  # before it learns
+    with torch.no_grad():
+        for name, weight in actor_critic_weights(algo.net):
+            weight.copy_(sb3_weights[name])
+    rollout = thrust_rollout(model, algo.net)
+    gae_lambda = model.gae_lambda
+    advantages, returns = compute_gae(rollout.rewards, rollout.values, rollout.dones, rollout.last_values, 0.9, gae_lambda)
+    torch.testing.assert_close(advantages, torch.as_tensor(model.rollout_buffer.advantages), atol=2e-5, rtol=1e-5)
+    torch.testing.assert_close(returns, torch.as_tensor(model.rollout_buffer.returns), atol=2e-5, rtol=1e-5)
+
+    algo.apply_schedules(1.0)
+    algo.update(rollout, advantages, returns)
+    model.train()
+    learned = model.policy.state_dict()
+    moved = 0.0
+    for name, weight in actor_critic_weights(algo.net):
+        torch.testing.assert_close(weight, learned[name], atol=1e-6, rtol=1e-5, msg=lambda m, n=name: f"{n}: {m}")
+        moved = max(moved, float((learned[name] - sb3_weights[name]).abs().max()))
+    assert moved > 1e-4  # both learned something: the weights left SB3's initial ones
