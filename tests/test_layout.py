@@ -179,7 +179,6 @@ COVERED_BY = {
     "algos/action_noise.py": "tests/algos/test_td3.py",
     "nets/obs_normalizer.py": "tests/training/test_normalization.py",
     "algos/base.py": "tests/training/test_trainer.py",
-    "algos/off_policy.py": "tests/algos/test_dqn.py",
     "dashboard/jobs.py": "tests/dashboard/test_app.py",
     "dashboard/widgets.py": "tests/dashboard/test_app.py",
     "dashboard/new_run_tab.py": "tests/dashboard/test_app.py",

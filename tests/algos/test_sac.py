@@ -44,8 +44,9 @@ def test_a_run_with_a_linear_schedule_ends_with_a_small_learning_rate(tmp_path):
 
 
 @pytest.mark.parametrize("n_critics", [1, 2, 3])
-def test_the_critic_loss_is_the_sum_over_critics_against_the_smallest_target(n_critics):
-    """L = sum_i mean((Q_i(s, a) - y)^2), y = r + gamma (1 - d) (min_i Q'_i(s', a') - alpha log pi(a'|s')), a' ~ pi(s')."""
+def test_the_critic_loss_is_half_the_sum_over_critics_against_the_smallest_target(n_critics):
+    """L = 1/2 sum_i mean((Q_i(s, a) - y)^2) (SB3's form), y = r + gamma (1 - d) (min_i Q'_i(s', a') - alpha log
+    pi(a'|s')), a' ~ pi(s')."""
     space = Box((-2.0,), (2.0,), (1,))
     sac = SAC((3,), space, SACConfig(hidden=(8, 8), n_critics=n_critics, gamma=0.9), torch.device("cpu"), seed=0)
     assert len(sac.critic.qs) == n_critics
@@ -62,7 +63,7 @@ def test_the_critic_loss_is_the_sum_over_critics_against_the_smallest_target(n_c
         next_actions, next_log_prob = sac.actor.sample(next_obs)
         next_qs = torch.stack(sac.critic_target(next_obs, next_actions))
         y = rewards + 0.9 * (1 - terminated) * (next_qs.min(0).values - alpha * next_log_prob)
-        want = sum(((q - y) ** 2).mean() for q in sac.critic(obs, actions))
+        want = 0.5 * sum(((q - y) ** 2).mean() for q in sac.critic(obs, actions))
     torch.manual_seed(5)
     logs = sac.optimize((obs, actions, rewards, next_obs, terminated))
     torch.testing.assert_close(logs["critic_loss"], want)

@@ -106,7 +106,9 @@ class SAC(OffPolicyAlgorithm):
             next_actions, next_log_prob = self.actor.sample(next_obs)
             next_q = self.critic_target.smallest(next_obs, next_actions) - alpha * next_log_prob
             target = rewards + config.gamma * (1.0 - terminated) * next_q  # y = r + gamma (min_i Q'_i - alpha log pi)
-        critic_loss = sum(nn.functional.mse_loss(q, target) for q in self.critic(obs, actions))  # sum_i mse(Q_i, y)
+        # L_Q = 1/2 sum_i mse(Q_i, y), SB3's form (CleanRL's has no 1/2): under Adam the two differ only where a
+        # gradient is near Adam's eps, and in the logged loss
+        critic_loss = 0.5 * sum(nn.functional.mse_loss(q, target) for q in self.critic(obs, actions))
         self.critic.zero_grad()
         critic_loss.backward()
         self.critic_opt.step()

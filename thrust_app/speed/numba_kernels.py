@@ -260,7 +260,7 @@ def critic_gradient(
     critics, target_critics, actor, obs, actions, rewards, next_obs, terminated, next_noise, bounds, log_std_limits,
     alpha, gamma,
 ):  # fmt: skip
-    """Write both critics' gradients of sum_k mean((Q_k(s, a) - y)^2), y = r + gamma (1 - terminated)
+    """Write both critics' gradients of 1/2 sum_k mean((Q_k(s, a) - y)^2), y = r + gamma (1 - terminated)
     (min_k Q'_k(s', a') - alpha log pi(a' | s')) with a' the actor's sample at s'; return the loss."""
     n = obs.shape[0]
     next_sample = actor_sample(actor[0], actor[1], actor[2], next_obs, next_noise, bounds, log_std_limits)
@@ -280,8 +280,8 @@ def critic_gradient(
         for row in range(n):
             error = outputs[-1][row, 0] - target[row]
             total += error * error
-            grad[row, 0] = 2.0 * error / n  # dL/dQ_k = 2 (Q_k - y) / n
-        loss += total / n
+            grad[row, 0] = error / n  # dL/dQ_k = (Q_k - y) / n
+        loss += 0.5 * total / n
         backward(critic[0], outputs, n, grad, critic[2], critic[3], False, True, False)
     return loss
 

@@ -109,12 +109,12 @@ def fast_sac_update(sac: SAC, batch: Batch) -> dict[str, torch.Tensor]:
     next_q1, next_q2 = (outputs[-1].squeeze(-1) for outputs in critic_forward(sac.critic_target, next_obs, next_sample.action))
     next_q = torch.minimum(next_q1, next_q2) - alpha * next_sample.log_prob
     target = rewards + config.gamma * (1.0 - terminated) * next_q  # y = r + gamma (min Q' - alpha log pi)
-    # critic loss sum_k mean((Q_k - y)^2): dL/dQ_k = 2 (Q_k - y) / n
+    # critic loss 1/2 sum_k mean((Q_k - y)^2): dL/dQ_k = (Q_k - y) / n
     critic_loss = 0.0
     for q_net, outputs in zip(critic.qs, critic_forward(critic, obs, actions), strict=True):
         error = outputs[-1] - target.unsqueeze(-1)
-        critic_loss = critic_loss + error.square().mean()
-        mlp_backward(q_net, outputs, error * (2.0 / n))
+        critic_loss = critic_loss + 0.5 * error.square().mean()
+        mlp_backward(q_net, outputs, error * (1.0 / n))
     adam_step(sac.critic_opt)
 
     # actor loss mean(alpha log pi - min(Q1, Q2)(s, a ~ pi)) with the updated critics
