@@ -1,9 +1,9 @@
-"""SAC's, TD3's and DDPG's learning steps against Stable-Baselines3's on the same work: Thrust's nets take an SB3
-model's weights and both learn from one minibatch of SB3's replay buffer, drawing their noise (SAC's
+"""DQN's, SAC's, TD3's and DDPG's learning steps against Stable-Baselines3's on the same work: Thrust's nets take
+an SB3 model's weights and both learn from one minibatch of SB3's replay buffer, drawing their noise (SAC's
 actions, TD3's target smoothing) from one random stream; the weights they end with must agree.
 
-The env's actions are bounded by [-1, 1]: SB3's critics read actions in [-1, 1] and Thrust's in the env's
-units (CleanRL's convention), the same numbers only there (docs/algorithms.md)."""
+The continuous env's actions are bounded by [-1, 1]: SB3's critics read actions in [-1, 1] and Thrust's in
+the env's units (CleanRL's convention), the same numbers only there."""
 
 from __future__ import annotations
 
@@ -13,18 +13,24 @@ import torch
 from thrust_app.algos import build_algorithm
 from thrust_app.interop.sb3_export import sb3_weights
 
-ENV_ID, STEPS, BATCH = "MountainCarContinuous-v0", 4, 64
+STEPS, BATCH = 4, 64
 SETTINGS = {"batch_size": BATCH, "learning_rate": 1e-3, "gamma": 0.99, "tau": 0.01}
-CASES = {"sac": {}, "td3": {"target_policy_noise": 0.2, "target_noise_clip": 0.5, "policy_delay": 2}, "ddpg": {}}
+#: algorithm: (env, its settings beside SETTINGS)
+CASES = {
+    "sac": ("MountainCarContinuous-v0", {}),
+    "td3": ("MountainCarContinuous-v0", {"target_policy_noise": 0.2, "target_noise_clip": 0.5, "policy_delay": 2}),
+    "ddpg": ("MountainCarContinuous-v0", {}),
+    "dqn": ("CartPole-v1", {"max_grad_norm": 10.0}),
+}
 
 
-def sb3_model_with_a_full_buffer(algo: str, settings: dict):
+def sb3_model_with_a_full_buffer(algo: str, env_id: str, settings: dict):
     """An SB3 model whose replay buffer holds 300 steps of its warm-up (random actions, no update yet)."""
     import stable_baselines3 as sb3
     from stable_baselines3.common.env_util import make_vec_env
 
-    model_class = {"sac": sb3.SAC, "td3": sb3.TD3, "ddpg": sb3.DDPG}[algo]
-    env = make_vec_env(ENV_ID, n_envs=1, seed=0)
+    model_class = {"sac": sb3.SAC, "td3": sb3.TD3, "ddpg": sb3.DDPG, "dqn": sb3.DQN}[algo]
+    env = make_vec_env(env_id, n_envs=1, seed=0)
     kwargs = {"policy_kwargs": {"net_arch": [64, 64]}, "learning_starts": 10_000}
     model = model_class("MlpPolicy", env, seed=0, device="cpu", **kwargs, **settings)
     model.learn(300)
@@ -33,17 +39,19 @@ def sb3_model_with_a_full_buffer(algo: str, settings: dict):
 
 @pytest.mark.parametrize("algo_name", list(CASES))
 def test_learning_steps_equal_sb3s_on_the_same_minibatch_and_noise(algo_name):
-    settings = SETTINGS | CASES[algo_name]
-    model = sb3_model_with_a_full_buffer(algo_name, settings)
+    env_id, settings = CASES[algo_name]
+    settings = SETTINGS | settings
+    model = sb3_model_with_a_full_buffer(algo_name, env_id, settings)
     batch = model.replay_buffer.sample(BATCH)
     model.replay_buffer.sample = lambda *args, **kwargs: batch  # every gradient step learns from this minibatch
     config = settings | {"hidden": [64, 64], "update": "reference"}
-    algo = build_algorithm(algo_name, ENV_ID, config, torch.device("cpu"), 0)
+    algo = build_algorithm(algo_name, env_id, config, torch.device("cpu"), 0)
     before = {name: weight.clone() for name, weight in model.policy.state_dict().items()}
     with torch.no_grad():
         for name, weight in sb3_weights(algo_name, algo):
             weight.copy_(before[name])
-    actions = algo.policy.scale(batch.actions)  # the identity on [-1, 1]: SB3 keeps [-1, 1] units in its buffer
+    # SB3 keeps continuous actions in [-1, 1] in its buffer (the env's units here: scale is the identity)
+    actions = batch.actions.flatten() if algo_name == "dqn" else algo.policy.scale(batch.actions)
     minibatch = (batch.observations, actions, batch.rewards.flatten(), batch.next_observations, batch.dones.flatten())
 
     torch.manual_seed(7)
