@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import stable_baselines3
+import torch
 
 from thrust_app import A2C, DDPG, DQN, PPO, SAC, TD3, RecurrentPPO
 from thrust_app.interop.sb3_export import SB3ExportError, write_sb3_zip
@@ -52,3 +53,19 @@ def test_what_sb3s_mlp_policy_cannot_hold_is_refused_in_one_line(tmp_path):
     memory = RecurrentPPO("CartPoleNoVel-v1", runs_root=tmp_path, verbose=0, n_steps=32, n_envs=2).learn(64)
     with pytest.raises(SB3ExportError, match="recurrent_ppo has no SB3 class here"):
         write_sb3_zip(memory.run_dir, tmp_path / "y.zip")
+
+
+@pytest.mark.parametrize("cls", [SAC, TD3, DDPG])
+def test_sb3s_critics_value_an_action_as_thrusts_do_where_the_bounds_are_not_one(tmp_path, cls):
+    """SB3's critics read actions in [-1, 1], Thrust's in the env's units (Pendulum: [-2, 2]): the zip's critics
+    and their targets give Thrust's Q(s, a) for the same action, so SB3 can go on training from the zip."""
+    model = cls("Pendulum-v1", runs_root=tmp_path, verbose=0, learning_starts=100).learn(300)
+    sb3_model = getattr(stable_baselines3, cls.__name__).load(write_sb3_zip(model.run_dir, tmp_path / "m.zip"))
+    rng = np.random.default_rng(2)
+    obs, unit = torch.as_tensor(rng.normal(size=(200, 3)), dtype=torch.float32), torch.rand(200, 1) * 2 - 1
+    algo = model.algo
+    for ours, theirs in ((algo.critic, sb3_model.critic), (algo.critic_target, sb3_model.critic_target)):
+        with torch.no_grad():
+            expected = torch.stack(ours(obs, algo.policy.scale(unit)))
+            got = torch.stack([q.squeeze(-1) for q in theirs(obs, unit)])
+        torch.testing.assert_close(got, expected, atol=1e-5, rtol=1e-5)
