@@ -53,7 +53,8 @@ def test_running_statistics_equal_sb3s_bit_for_bit(rows):
 @pytest.mark.parametrize("env_id", ["CartPole-v1", "Pendulum-v1"])
 def test_normalized_steps_equal_sb3s_vec_normalize(env_id):
     """The same envs, seeds and actions through SB3's VecNormalize and Thrust's wrapper: the same
-    observations (terminal ones too) and rewards, 300 steps with episode ends."""
+    observations (terminal ones too; final_obs is obs where no episode ended) and rewards, 300 steps with episode
+    ends."""
     settings = {"norm_obs": True, "norm_reward": True, "clip_obs": 5.0, "clip_reward": 3.0, "gamma": 0.95}
     theirs = DummyVecEnv([lambda: make_env(env_id) for _ in range(2)])
     theirs.seed(7)
@@ -70,6 +71,7 @@ def test_normalized_steps_equal_sb3s_vec_normalize(env_id):
         for index in np.flatnonzero(done):
             ends += 1
             np.testing.assert_allclose(step.final_obs[index], infos[index]["terminal_observation"], rtol=1e-5, atol=1e-5)
+        np.testing.assert_array_equal(step.final_obs[~done], step.obs[~done])  # where no episode ended: the obs
     assert ends > 0
 
 

@@ -127,12 +127,12 @@ class NormalizedVecEnv(VecEnv):
         if self.training and self.norm_reward:
             self.returns = self.returns * self.gamma + step.reward  # R <- gamma R + r
             self.ret_rms.update(self.returns)
-        self.returns[step.terminated | step.truncated] = 0.0
-        return step._replace(
-            obs=self.normalize_obs(step.obs),
-            reward=self.normalize_reward(step.reward),
-            final_obs=self.normalize_obs(step.final_obs),
-        )
+        ended = step.terminated | step.truncated
+        self.returns[ended] = 0.0
+        obs = self.normalize_obs(step.obs)
+        # final_obs differs from obs only where an episode ended (SB3 normalises only those terminal observations)
+        final_obs = self.normalize_obs(step.final_obs) if ended.any() else obs
+        return step._replace(obs=obs, reward=self.normalize_reward(step.reward), final_obs=final_obs)
 
     def normalize_sample(self, batch: tuple[torch.Tensor, ...]) -> tuple[torch.Tensor, ...]:
         """A replay minibatch of the env's own values (obs, actions, rewards, next obs, ...) normalised with the
