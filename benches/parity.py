@@ -408,13 +408,29 @@ def summarize(
         }
     row["p_thrust_ge_sb3"], row["p_ci"] = probability_of_improvement(row["thrust"]["finals"], row["sb3"]["finals"])
     row["at_parity"] = row["p_thrust_ge_sb3"] >= 0.5 and row["thrust"]["iqm"] >= row["sb3"]["ci"][0]
+    row["mann_whitney_p"] = mann_whitney_p(row["thrust"]["finals"], row["sb3"]["finals"])
     row["gaps"] = sorted({gap for r in side["sb3"] for gap in r["gaps"]})
     # the day its latest run finished ("": results recorded before runs carried their date)
     row["run_on"] = max((r.get("run_on", "") for r in side["thrust"] + side["sb3"]), default="")
     return row
 
 
+def mann_whitney_p(thrust: list[float], sb3: list[float]) -> float:
+    """Two-sided Mann-Whitney U test of the two sides' final evaluations (scipy's): the chance of seeds this far
+    apart if both libraries learned alike. 1.0 where every value ties (no difference to test)."""
+    from scipy.stats import mannwhitneyu
+
+    if len(set(thrust) | set(sb3)) == 1:
+        return 1.0
+    return float(mannwhitneyu(thrust, sb3, alternative="two-sided").pvalue)
+
+
 # ---------------------------------------------------------------------------------------------- report
+
+SPREAD_HEAD = (
+    "Rows short of parity, seed by seed, with a two-sided Mann-Whitney U test of the two sides' final evaluations "
+    "(scipy): a p far above 0.05 says these seeds cannot tell Thrust's results from SB3's."
+)
 
 
 TABLE_HEAD = [
@@ -443,6 +459,7 @@ class KeptRow:
     line: str
     gaps: list[str]
     successes: list[str]
+    spreads: list[str] = dataclasses.field(default_factory=list)
 
     @property
     def at_parity(self) -> bool:
@@ -453,7 +470,7 @@ def kept_rows(out: Path, names: set[str]) -> dict[str, KeptRow]:
     """Per row name, the rows of `out`'s parity table that are not in `names` (this run's rows). The results
     live in one machine's .bench/, so a run with `--only`, or on another machine, must not drop the others."""
     kept: dict[str, KeptRow] = {}
-    notes: dict[str, list[str]] = {"gaps": [], "successes": []}
+    notes: dict[str, list[str]] = {"gaps": [], "successes": [], "spreads": []}
     section = None
     block = read_block(out, "parity")
     produced = next((line for line in block if line.startswith("Produced by")), "")
@@ -463,6 +480,8 @@ def kept_rows(out: Path, names: set[str]) -> dict[str, KeptRow]:
             section = "gaps"
         elif line.startswith("Success rates"):
             section = "successes"
+        elif line.startswith(SPREAD_HEAD[:20]):
+            section = "spreads"
         elif line.startswith("| ") and not line.startswith("| algo |"):  # a row, not the head
             name = "|".join(line.split("|")[:3]) + "|"
             if name not in names:
@@ -475,6 +494,7 @@ def kept_rows(out: Path, names: set[str]) -> dict[str, KeptRow]:
         prefix = f"- {algo.split(' ')[0].rstrip(',')} {env}:"  # notes name the algo without its variant
         row.gaps = [note for note in notes["gaps"] if note.startswith(prefix)]
         row.successes = [note for note in notes["successes"] if note.startswith(prefix)]
+        row.spreads = [note for note in notes["spreads"] if note.startswith(prefix)]
     return kept
 
 
@@ -507,8 +527,10 @@ def markdown(rows: list[dict], kept: dict[str, KeptRow], when: str) -> list[str]
         for row in rows
         if row["thrust"].get("success") and row["sb3"].get("success")
     ]
+    spreads = [spread_text(row) for row in rows if not row["at_parity"]]
     gaps += [note for row in kept.values() for note in row.gaps if note not in gaps]
     successes += [note for row in kept.values() for note in row.successes if note not in successes]
+    spreads += [note for row in kept.values() if not row.at_parity for note in row.spreads if note not in spreads]
     lines = {row_name(r["algo"], r["env"], r["label"], r["preset"]): table_row(r, when) for r in rows}
     lines |= {name: row.line for name, row in kept.items()}
     ordered = [lines.pop(name) for name in table_order() if name in lines] + list(lines.values())
@@ -540,7 +562,14 @@ def markdown(rows: list[dict], kept: dict[str, KeptRow], when: str) -> list[str]
         "",
         *(["Settings SB3 cannot express (the SB3 side runs without them):", "", *gaps, ""] if gaps else []),
         *(["Success rates of the final policies (goal envs' `is_success`):", "", *successes, ""] if successes else []),
+        *([SPREAD_HEAD, "", *spreads, ""] if spreads else []),
     ]
+
+
+def spread_text(row: dict) -> str:
+    """A row's final evaluations per seed, both sides, and the Mann-Whitney p of their difference."""
+    finals = {lib: ", ".join(f"{value:.4g}" for value in row[lib]["finals"]) for lib in ("thrust", "sb3")}
+    return f"- {row['algo']} {row['env']}: p = {row['mann_whitney_p']:.2f}; Thrust {finals['thrust']}; SB3 {finals['sb3']}"
 
 
 def table_order() -> list[str]:

@@ -109,3 +109,25 @@ def test_a_run_of_one_row_keeps_the_tables_other_rows_and_their_dates(parity, tm
         "| Parity with SB3 (benches/parity.py) | 2 of 3 presets at parity (docs/validation.md) |",
         "| DQN CartPole, zoo preset vs SB3 on its settings | ends solved on 3/5 seeds vs 3/5 |",  # kept: no DQN row ran
     ]
+
+
+def test_a_row_short_of_parity_lists_its_seeds_and_a_mann_whitney_p_that_another_run_keeps(parity, tmp_path):
+    out, readme = tmp_path / "validation.md", tmp_path / "README.md"
+    out.write_text(UNDATED)
+    readme.write_text(README)
+    # Thrust behind on four of five seeds: P = 0.2, and the test cannot tell the sides apart at this spread
+    close = results("ppo", "mountaincar", [-130.0, -131.0, -129.0, -128.0, -110.0], [-127.0, -126.0, -125.0, -124.0, -135.0])
+    write(parity, out, readme, close, "2031-01-02")
+    text = out.read_text()
+    assert table(out)[" ppo | mountaincar "].endswith("| **no** | 2031-01-02 |")
+    from scipy.stats import mannwhitneyu
+
+    p = mannwhitneyu([-130.0, -131.0, -129.0, -128.0, -110.0], [-127.0, -126.0, -125.0, -124.0, -135.0]).pvalue
+    line = f"- ppo mountaincar: p = {p:.2f}; Thrust -130, -131, -129, -128, -110; SB3 -127, -126, -125, -124, -135"
+    assert line in text and p > 0.05
+    # clearly behind on every seed: a small p
+    far = results("ppo", "mountaincar", [-150.0, -151.0, -152.0, -153.0, -154.0], [-120.0, -121.0, -122.0, -123.0, -124.0])
+    assert parity.summarize(far, "ppo", "mountaincar", -110.0, "preset")["mann_whitney_p"] < 0.05
+    # a run of another row keeps the line (the row is kept, still short of parity); a row at parity has none
+    write(parity, out, readme, results("sac", "pendulum", [-120.0] * 5, [-130.0] * 5), "2031-02-03")
+    assert line in out.read_text() and "- sac pendulum: p =" not in out.read_text()
