@@ -1,9 +1,7 @@
 """DQN's, SAC's, TD3's and DDPG's learning steps against Stable-Baselines3's on the same work: Thrust's nets take
 an SB3 model's weights and both learn from one minibatch of SB3's replay buffer, drawing their noise (SAC's
-actions, TD3's target smoothing) from one random stream; the weights they end with must agree.
-
-The continuous env's actions are bounded by [-1, 1]: SB3's critics read actions in [-1, 1] and Thrust's in
-the env's units (CleanRL's convention), the same numbers only there."""
+actions, TD3's target smoothing) from one random stream; the weights they end with must agree. Pendulum's
+actions are bounded by +-2: both libraries' critics read them in [-1, 1]."""
 
 from __future__ import annotations
 
@@ -17,9 +15,9 @@ STEPS, BATCH = 4, 64
 SETTINGS = {"batch_size": BATCH, "learning_rate": 1e-3, "gamma": 0.99, "tau": 0.01}
 #: algorithm: (env, its settings beside SETTINGS)
 CASES = {
-    "sac": ("MountainCarContinuous-v0", {}),
-    "td3": ("MountainCarContinuous-v0", {"target_policy_noise": 0.2, "target_noise_clip": 0.5, "policy_delay": 2}),
-    "ddpg": ("MountainCarContinuous-v0", {}),
+    "sac": ("Pendulum-v1", {}),
+    "td3": ("Pendulum-v1", {"target_policy_noise": 0.2, "target_noise_clip": 0.5, "policy_delay": 2}),
+    "ddpg": ("Pendulum-v1", {}),
     "dqn": ("CartPole-v1", {"max_grad_norm": 10.0}),
 }
 
@@ -50,7 +48,7 @@ def test_learning_steps_equal_sb3s_on_the_same_minibatch_and_noise(algo_name):
     with torch.no_grad():
         for name, weight in sb3_weights(algo_name, algo):
             weight.copy_(before[name])
-    # SB3 keeps continuous actions in [-1, 1] in its buffer (the env's units here: scale is the identity)
+    # SB3 keeps continuous actions in [-1, 1] in its buffer, Thrust in the env's units
     actions = batch.actions.flatten() if algo_name == "dqn" else algo.policy.scale(batch.actions)
     minibatch = (batch.observations, actions, batch.rewards.flatten(), batch.next_observations, batch.dones.flatten())
 

@@ -57,8 +57,8 @@ def test_what_sb3s_mlp_policy_cannot_hold_is_refused_in_one_line(tmp_path):
 
 @pytest.mark.parametrize("cls", [SAC, TD3, DDPG])
 def test_sb3s_critics_value_an_action_as_thrusts_do_where_the_bounds_are_not_one(tmp_path, cls):
-    """SB3's critics read actions in [-1, 1], Thrust's in the env's units (Pendulum: [-2, 2]): the zip's critics
-    and their targets give Thrust's Q(s, a) for the same action, so SB3 can go on training from the zip."""
+    """On Pendulum's +-2 bounds the zip's critics and their targets, fed the action in [-1, 1] as SB3 feeds them,
+    give Thrust's Q(s, a) for the same action in the env's units, so SB3 can go on training from the zip."""
     model = cls("Pendulum-v1", runs_root=tmp_path, verbose=0, learning_starts=100).learn(300)
     sb3_model = getattr(stable_baselines3, cls.__name__).load(write_sb3_zip(model.run_dir, tmp_path / "m.zip"))
     rng = np.random.default_rng(2)

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from functools import partial
+
 import pytest
 import torch
 
 from thrust_app.envs.core import Box, Discrete
-from thrust_app.nets.policies import ActorCritic
+from thrust_app.nets.policies import ActorCritic, QCritics, TwinQ
 
 
 def test_rollout_sampling_draws_from_the_policy():
@@ -138,3 +140,20 @@ def test_gsde_draws_new_weights_on_sb3s_schedule():
     plain = ActorCritic((3,), Box((-1.0,), (1.0,), (1,)))
     plain.resample_noise(0, 2)
     assert plain.exploration is None and plain.log_std.shape == (1,)
+
+
+@pytest.mark.parametrize("critics", [TwinQ, partial(QCritics, n_critics=1)])
+def test_critics_written_for_the_envs_action_units_load_as_the_same_q_function(critics):
+    """A checkpoint from before the critics read actions in [-1, 1] (no `action_half`) holds first layers for the
+    env's units: loaded now, every critic gives the Q(s, a) it gave then."""
+    space = Box((-2.0, 0.0), (2.0, 3.0), (2,))
+    old = critics((3,), space, (8, 8))
+    old_state = {name: value for name, value in old.state_dict().items() if not name.startswith("action_")}
+    obs, actions = torch.randn(32, 3), torch.rand(32, 2) * torch.tensor([4.0, 3.0]) + torch.tensor([-2.0, 0.0])
+    with torch.no_grad():  # what the old critics computed: their MLPs on the action as the env gives it
+        then = [q_net(torch.cat([obs, actions], -1)).squeeze(-1) for q_net in old.qs]
+        now = critics((3,), space, (8, 8))
+        now.load_state_dict(old_state)
+        torch.testing.assert_close(torch.stack(now(obs, actions)), torch.stack(then))
+        corners = torch.tensor([[-2.0, 0.0], [2.0, 3.0]])  # the bounds read as -1 and 1
+        assert torch.equal(now.unit(corners), torch.tensor([[-1.0, -1.0], [1.0, 1.0]]))

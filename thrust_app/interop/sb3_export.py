@@ -11,7 +11,6 @@ pipelines; anything else raises SB3ExportError naming why, in one line.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -50,8 +49,6 @@ def write_sb3_zip(run_dir: str | Path, path: str | Path) -> Path:
     model = sb3_class("MlpPolicy", env, policy_kwargs=policy_kwargs(spec), device="cpu", seed=spec.seed, **sde)
     env.close()
     weights = dict(sb3_weights(spec.algo, algo))
-    if spec.algo in ("sac", "td3", "ddpg"):
-        weights = critics_on_unit_actions(weights, algo.policy)
     own = model.policy.state_dict()
     if set(weights) != set(own) or any(weights[name].shape != own[name].shape for name in own):
         raise SB3ExportError(f"the {spec.algo} network does not map onto SB3's MlpPolicy (names or shapes differ)")
@@ -140,20 +137,6 @@ def actor_critic_weights(net: Any) -> Iterator[tuple[str, torch.Tensor]]:
     yield from linear_stack("value_net", [net.vf_head], step=1)
     if hasattr(net, "log_std") and not net.discrete:
         yield "log_std", net.log_std.detach()
-
-
-def critics_on_unit_actions(weights: dict[str, torch.Tensor], actor: Any) -> dict[str, torch.Tensor]:
-    """`weights` with every critic's first layer taking SB3's action units. SB3's critics read actions in [-1, 1],
-    Thrust's in the env's, a = c + s u (c = (high + low) / 2, s = (high - low) / 2): W [x, a] + b =
-    [W_x, s W_a] [x, u] + (b + W_a c), the same Q(s, a) on SB3's inputs (new tensors: the run's stay as they are)."""
-    scale, centre = (actor.high - actor.low).flatten() / 2, (actor.high + actor.low).flatten() / 2
-    folded = dict(weights)
-    for name, weight in weights.items():
-        if re.fullmatch(r"critic(_target)?\.qf\d+\.0\.weight", name):
-            on_action = weight[:, -len(scale) :]
-            folded[name] = torch.cat([weight[:, : -len(scale)], on_action * scale], 1)
-            folded[name.removesuffix("weight") + "bias"] = weights[name.removesuffix("weight") + "bias"] + on_action @ centre
-    return folded
 
 
 def critic_weights(prefix: str, critics: Any) -> Iterator[tuple[str, torch.Tensor]]:

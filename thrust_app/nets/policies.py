@@ -638,7 +638,9 @@ class SquashedGaussianActor(BoundsMixin, FlatParameters):
 
 
 class QCritics(FlatParameters):
-    """n Q(s, a) critics on the same input, evaluated together (TD3's two, DDPG's one)."""
+    """n Q(s, a) critics on the same input, evaluated together (TD3's two, DDPG's one). Each reads the action in
+    [-1, 1], as SB3's critics do: u = (a - c) / h, c = (high + low) / 2 and h = (high - low) / 2 of the env's
+    bounds (the callers pass actions in the env's units)."""
 
     def __init__(
         self,
@@ -657,17 +659,42 @@ class QCritics(FlatParameters):
         )
         in_dim = (self.encoders[0].out_dim if encoded else math.prod(obs_shape)) + n_act
         self.qs = nn.ModuleList(mlp([in_dim, *hidden, 1], activation, last_activation=False) for _ in range(n_critics))
+        low, high = (torch.tensor(bound, dtype=torch.float32).reshape(-1) for bound in (action_space.low, action_space.high))
+        self.register_buffer("action_centre", (high + low) / 2)
+        self.register_buffer("action_half", (high - low) / 2)
+        self._register_load_state_dict_pre_hook(_critics_on_unit_actions, with_module=True)
         self.flatten_parameters()
 
+    def unit(self, action: torch.Tensor) -> torch.Tensor:
+        """An action in the env's units as the critics read it, in [-1, 1]: (a - c) / h."""
+        return (action - self.action_centre) / self.action_half
+
     def forward(self, obs: torch.Tensor, action: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        unit = self.unit(action)
         return tuple(
-            q_net(torch.cat([encoder(obs), action], -1)).squeeze(-1)
+            q_net(torch.cat([encoder(obs), unit], -1)).squeeze(-1)
             for encoder, q_net in zip(self.encoders, self.qs, strict=True)
         )
 
     def smallest(self, obs: torch.Tensor, action: torch.Tensor) -> torch.Tensor:
         """min_i Q_i(s, a): the pessimistic estimate targets and actors use (clipped double Q)."""
         return torch.stack(self(obs, action)).min(0).values
+
+
+def _critics_on_unit_actions(module: QCritics, state_dict: dict, prefix: str, *args: object) -> None:
+    """Checkpoints written before the critics read actions in [-1, 1] (no `action_half`) hold first layers for
+    the env's units, a = c + h u: W [x, a] + b = [W_x, h W_a] [x, u] + (b + W_a c), the same Q(s, a)."""
+    if f"{prefix}action_half" in state_dict:
+        return
+    for i in range(len(module.qs)):
+        weight_key, bias_key = f"{prefix}qs.{i}.0.weight", f"{prefix}qs.{i}.0.bias"
+        weight = state_dict[weight_key]
+        centre, half = (bound.to(weight.device) for bound in (module.action_centre, module.action_half))
+        on_action = weight[:, -len(half) :]
+        state_dict[weight_key] = torch.cat([weight[:, : -len(half)], on_action * half], 1)
+        state_dict[bias_key] = state_dict[bias_key] + on_action @ centre
+    state_dict[f"{prefix}action_centre"] = module.action_centre.detach().clone()
+    state_dict[f"{prefix}action_half"] = module.action_half.detach().clone()
 
 
 class TwinQ(QCritics):

@@ -256,22 +256,34 @@ def actor_sample(encoder, mu_head, log_std_head, obs, noise, bounds, log_std_lim
 
 
 @numba.njit(cache=CACHED)
+def unit_actions(actions, unit_scaling):
+    """Actions in the env's units as the critics read them, in [-1, 1]: (a - c) / h (QCritics.unit), float32."""
+    centre, half = unit_scaling
+    unit = np.empty_like(actions)
+    for row in range(actions.shape[0]):
+        for dim in range(actions.shape[1]):
+            unit[row, dim] = (actions[row, dim] - centre[dim]) / half[dim]
+    return unit
+
+
+@numba.njit(cache=CACHED)
 def critic_gradient(
-    critics, target_critics, actor, obs, actions, rewards, next_obs, terminated, next_noise, bounds, log_std_limits,
-    alpha, gamma,
+    critics, target_critics, actor, obs, actions, rewards, next_obs, terminated, next_noise, bounds, unit_scaling,
+    log_std_limits, alpha, gamma,
 ):  # fmt: skip
     """Write both critics' gradients of 1/2 sum_k mean((Q_k(s, a) - y)^2), y = r + gamma (1 - terminated)
-    (min_k Q'_k(s', a') - alpha log pi(a' | s')) with a' the actor's sample at s'; return the loss."""
+    (min_k Q'_k(s', a') - alpha log pi(a' | s')) with a' the actor's sample at s'; return the loss. The critics
+    read actions through `unit_actions`."""
     n = obs.shape[0]
     next_sample = actor_sample(actor[0], actor[1], actor[2], next_obs, next_noise, bounds, log_std_limits)
-    next_inputs = np.concatenate((next_obs, next_sample[4]), axis=1)
+    next_inputs = np.concatenate((next_obs, unit_actions(next_sample[4], unit_scaling)), axis=1)
     next_q1 = forward(target_critics[0][0], target_critics[0][1], next_inputs, False)[-1]
     next_q2 = forward(target_critics[1][0], target_critics[1][1], next_inputs, False)[-1]
     target = np.empty(n, np.float32)
     for row in range(n):
         next_q = min(next_q1[row, 0], next_q2[row, 0]) - alpha * next_sample[5][row]
         target[row] = rewards[row] + gamma * (1.0 - terminated[row]) * next_q
-    inputs = np.concatenate((obs, actions), axis=1)
+    inputs = np.concatenate((obs, unit_actions(actions, unit_scaling)), axis=1)
     loss = 0.0
     for critic in critics:
         outputs = forward(critic[0], critic[1], inputs, False)
@@ -287,12 +299,13 @@ def critic_gradient(
 
 
 @numba.njit(cache=CACHED)
-def actor_gradient(critics, actor, actor_grads, obs, sample, noise, bounds, log_std_limits, alpha):
+def actor_gradient(critics, actor, actor_grads, obs, sample, noise, bounds, unit_scaling, log_std_limits, alpha):
     """Write the actor's gradients of mean(alpha log pi(a | s) - min(Q1, Q2)(s, a)) at its sample a (from
-    `actor_sample` at s, the same noise) through the critics as they are now; return the loss."""
+    `actor_sample` at s, the same noise) through the critics as they are now (reading u = (a - c) / h); return
+    the loss."""
     outputs, raw_log_std, std, squashed, action, log_prob = sample
     n, dims = action.shape
-    inputs = np.concatenate((obs, action), axis=1)
+    inputs = np.concatenate((obs, unit_actions(action, unit_scaling)), axis=1)
     passes = (forward(critics[0][0], critics[0][1], inputs, False), forward(critics[1][0], critics[1][1], inputs, False))
     q1, q2 = passes[0][-1], passes[1][-1]
     loss = 0.0
@@ -308,7 +321,9 @@ def actor_gradient(critics, actor, actor_grads, obs, sample, noise, bounds, log_
             grad[row, 0] = -share / n
         critic = critics[index]
         grad_input = backward(critic[0], passes[index], n, grad, critic[2], critic[3], False, False, True)
-        grad_action += grad_input[:, obs.shape[1] :]
+        for row in range(n):
+            for dim in range(dims):  # u = (a - c) / h: dL/da = dL/du / h
+                grad_action[row, dim] += grad_input[row, obs.shape[1] + dim] / unit_scaling[1][dim]
     # with u = mu + std eps, action = low + (tanh u + 1)(high - low) / 2 and dL/d log pi = alpha / n:
     # dL/du = dL/d action (1 - tanh^2 u)(high - low) / 2 + (alpha / n) 2 tanh u (1 - tanh^2 u) / (1 - tanh^2 u + 1e-6);
     # dL/d log_std = (dL/du std eps - alpha / n) where the clamp passes it (raw log-std inside its bounds)

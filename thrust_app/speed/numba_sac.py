@@ -35,6 +35,7 @@ def compiled_sac_update(sac: SAC, batch: Batch) -> dict[str, torch.Tensor]:
     actor_params = (encoder[:2], (mu_head[0][0], mu_head[1][0]), (log_std_head[0][0], log_std_head[1][0]))
     critics = tuple(layer_arrays(q_net) for q_net in sac.critic.qs)
     bounds = (actor.low.numpy().reshape(-1), actor.high.numpy().reshape(-1))
+    unit_scaling = (sac.critic.action_centre.numpy(), sac.critic.action_half.numpy())  # the critics' u = (a - c) / h
 
     noise = torch.randn(actions.shape).numpy()  # sac_backward's first draw (the sample at s)
     sample = actor_sample(*actor_params, obs, noise, bounds, LOG_STD_LIMITS)
@@ -48,11 +49,13 @@ def compiled_sac_update(sac: SAC, batch: Batch) -> dict[str, torch.Tensor]:
     target_critics = tuple(layer_arrays(q_net)[:2] for q_net in sac.critic_target.qs)
     critic_loss = critic_gradient(
         critics, target_critics, actor_params, obs, actions, rewards, next_obs, terminated, next_noise, bounds,
-        LOG_STD_LIMITS, float(alpha), config.gamma,
+        unit_scaling, LOG_STD_LIMITS, float(alpha), config.gamma,
     )  # fmt: skip
     adam_step(sac.critic_opt)
 
     actor_grads = (encoder[2:], (mu_head[2][0], mu_head[3][0]), (log_std_head[2][0], log_std_head[3][0]))
-    actor_loss = actor_gradient(critics, actor_params, actor_grads, obs, sample, noise, bounds, LOG_STD_LIMITS, float(alpha))
+    actor_loss = actor_gradient(
+        critics, actor_params, actor_grads, obs, sample, noise, bounds, unit_scaling, LOG_STD_LIMITS, float(alpha)
+    )
     adam_step(sac.actor_opt)
     return {"critic_loss": torch.tensor(critic_loss), "actor_loss": torch.tensor(actor_loss), "alpha": alpha[0]}

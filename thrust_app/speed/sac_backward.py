@@ -86,8 +86,9 @@ def actor_backward(
 
 @torch.no_grad()
 def critic_forward(critic: TwinQ, obs: torch.Tensor, actions: torch.Tensor) -> list[list[torch.Tensor]]:
-    """Each Q-net's layer outputs at cat(obs, action), its input first and Q(s, a) (n, 1) last."""
-    x = torch.cat([obs.flatten(1), actions], -1)
+    """Each Q-net's layer outputs at cat(obs, u), u the action in [-1, 1] (`critic.unit`), its input first and
+    Q(s, a) (n, 1) last."""
+    x = torch.cat([obs.flatten(1), critic.unit(actions)], -1)
     return [mlp_forward(q_net, x) for q_net in critic.qs]
 
 
@@ -126,7 +127,7 @@ def fast_sac_update(sac: SAC, batch: Batch) -> dict[str, torch.Tensor]:
     grad_action = torch.zeros_like(sample.action)
     for q_net, outputs, share in zip(critic.qs, passes, ((q1 < q2) + ties, (q2 < q1) + ties), strict=True):
         grad_input = mlp_backward(q_net, outputs, (share * (-1.0 / n)).unsqueeze(-1), weights=False, input_grad=True)
-        grad_action += grad_input[:, -sample.action.shape[1] :]
+        grad_action += grad_input[:, -sample.action.shape[1] :] / critic.action_half  # u = (a - c) / h: du/da = 1/h
     actor_backward(actor, sample, grad_action, (alpha / n).expand(n))
     adam_step(sac.actor_opt)
     return {"critic_loss": critic_loss, "actor_loss": actor_loss, "alpha": alpha[0]}
