@@ -639,7 +639,7 @@ class SquashedGaussianActor(BoundsMixin, FlatParameters):
 
 class QCritics(FlatParameters):
     """n Q(s, a) critics on the same input, evaluated together (TD3's two, DDPG's one). Each reads the action in
-    [-1, 1], as SB3's critics do: u = (a - c) / h, c = (high + low) / 2 and h = (high - low) / 2 of the env's
+    [-1, 1], as SB3's critics do: a_unit = (a - c) / h, c = (high + low) / 2 and h = (high - low) / 2 of the env's
     bounds (the callers pass actions in the env's units)."""
 
     def __init__(
@@ -683,7 +683,7 @@ class QCritics(FlatParameters):
 
 def _critics_on_unit_actions(module: QCritics, state_dict: dict, prefix: str, *args: object) -> None:
     """Checkpoints written before the critics read actions in [-1, 1] (no `action_half`) hold first layers for
-    the env's units, a = c + h u: W [x, a] + b = [W_x, h W_a] [x, u] + (b + W_a c), the same Q(s, a)."""
+    the env's units, a = c + h a_unit: W [x, a] + b = [W_x, h W_a] [x, a_unit] + (b + W_a c), the same Q(s, a)."""
     if f"{prefix}action_half" in state_dict:
         return
     for i in range(len(module.qs)):

@@ -301,8 +301,7 @@ def critic_gradient(
 @numba.njit(cache=CACHED)
 def actor_gradient(critics, actor, actor_grads, obs, sample, noise, bounds, unit_scaling, log_std_limits, alpha):
     """Write the actor's gradients of mean(alpha log pi(a | s) - min(Q1, Q2)(s, a)) at its sample a (from
-    `actor_sample` at s, the same noise) through the critics as they are now (reading u = (a - c) / h); return
-    the loss."""
+    `actor_sample` at s, the same noise) through the critics as they are now; return the loss."""
     outputs, raw_log_std, std, squashed, action, log_prob = sample
     n, dims = action.shape
     inputs = np.concatenate((obs, unit_actions(action, unit_scaling)), axis=1)
@@ -312,7 +311,7 @@ def actor_gradient(critics, actor, actor_grads, obs, sample, noise, bounds, unit
     for row in range(n):
         loss += alpha * log_prob[row] - min(q1[row, 0], q2[row, 0])
     # d min(Q1, Q2) / d Q1 = [Q1 < Q2] + [Q1 = Q2] / 2 (torch.minimum's rule), and alike for Q2
-    grad_action = np.zeros((n, dims), np.float32)
+    grad_unit = np.zeros((n, dims), np.float32)  # dL/d a_unit, the action as the critics read it
     for index in range(2):
         mine, other = passes[index][-1], passes[1 - index][-1]
         grad = np.empty((n, 1), np.float32)
@@ -321,10 +320,8 @@ def actor_gradient(critics, actor, actor_grads, obs, sample, noise, bounds, unit
             grad[row, 0] = -share / n
         critic = critics[index]
         grad_input = backward(critic[0], passes[index], n, grad, critic[2], critic[3], False, False, True)
-        for row in range(n):
-            for dim in range(dims):  # u = (a - c) / h: dL/da = dL/du / h
-                grad_action[row, dim] += grad_input[row, obs.shape[1] + dim] / unit_scaling[1][dim]
-    # with u = mu + std eps, action = low + (tanh u + 1)(high - low) / 2 and dL/d log pi = alpha / n:
+        grad_unit += grad_input[:, obs.shape[1] :]
+    # with u = mu + std eps, a = low + (tanh u + 1)(high - low) / 2, dL/da = dL/d a_unit / h, dL/d log pi = alpha / n:
     # dL/du = dL/d action (1 - tanh^2 u)(high - low) / 2 + (alpha / n) 2 tanh u (1 - tanh^2 u) / (1 - tanh^2 u + 1e-6);
     # dL/d log_std = (dL/du std eps - alpha / n) where the clamp passes it (raw log-std inside its bounds)
     grad_log_prob = alpha / n
@@ -336,7 +333,7 @@ def actor_gradient(critics, actor, actor_grads, obs, sample, noise, bounds, unit
             half_range = 0.5 * (bounds[1][dim] - bounds[0][dim])
             slope = _ONE - tanh_u * tanh_u  # d tanh(u) / du
             through_log_prob = grad_log_prob * 2.0 * tanh_u * slope / (slope + _SQUASH_EPSILON)
-            grad_u[row, dim] = grad_action[row, dim] * slope * half_range + through_log_prob
+            grad_u[row, dim] = grad_unit[row, dim] / unit_scaling[1][dim] * slope * half_range + through_log_prob
             inside = log_std_limits[0] <= raw_log_std[row, dim] <= log_std_limits[1]
             grad_log_std[row, dim] = (grad_u[row, dim] * std[row, dim] * noise[row, dim] - grad_log_prob) if inside else 0.0
     features = outputs[-1]

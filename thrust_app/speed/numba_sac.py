@@ -35,7 +35,7 @@ def compiled_sac_update(sac: SAC, batch: Batch) -> dict[str, torch.Tensor]:
     actor_params = (encoder[:2], (mu_head[0][0], mu_head[1][0]), (log_std_head[0][0], log_std_head[1][0]))
     critics = tuple(layer_arrays(q_net) for q_net in sac.critic.qs)
     bounds = (actor.low.numpy().reshape(-1), actor.high.numpy().reshape(-1))
-    unit_scaling = (sac.critic.action_centre.numpy(), sac.critic.action_half.numpy())  # the critics' u = (a - c) / h
+    unit_scaling = (sac.critic.action_centre.numpy(), sac.critic.action_half.numpy())  # a_unit = (a - c) / h
 
     noise = torch.randn(actions.shape).numpy()  # sac_backward's first draw (the sample at s)
     sample = actor_sample(*actor_params, obs, noise, bounds, LOG_STD_LIMITS)

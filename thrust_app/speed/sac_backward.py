@@ -124,10 +124,10 @@ def fast_sac_update(sac: SAC, batch: Batch) -> dict[str, torch.Tensor]:
     actor_loss = (alpha * sample.log_prob - torch.minimum(q1, q2)).mean()
     # d min(Q1, Q2) / d Q1 = [Q1 < Q2] + [Q1 = Q2] / 2 (torch.minimum's rule), and alike for Q2
     ties = (q1 == q2) * 0.5
-    grad_action = torch.zeros_like(sample.action)
+    grad_unit = torch.zeros_like(sample.action)  # dL/d a_unit, the action as the critics read it
     for q_net, outputs, share in zip(critic.qs, passes, ((q1 < q2) + ties, (q2 < q1) + ties), strict=True):
         grad_input = mlp_backward(q_net, outputs, (share * (-1.0 / n)).unsqueeze(-1), weights=False, input_grad=True)
-        grad_action += grad_input[:, -sample.action.shape[1] :] / critic.action_half  # u = (a - c) / h: du/da = 1/h
-    actor_backward(actor, sample, grad_action, (alpha / n).expand(n))
+        grad_unit += grad_input[:, -sample.action.shape[1] :]
+    actor_backward(actor, sample, grad_unit / critic.action_half, (alpha / n).expand(n))  # a_unit = (a - c) / h
     adam_step(sac.actor_opt)
     return {"critic_loss": critic_loss, "actor_loss": actor_loss, "alpha": alpha[0]}
