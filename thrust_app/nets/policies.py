@@ -662,12 +662,14 @@ class QCritics(FlatParameters):
         low, high = (torch.tensor(bound, dtype=torch.float32).reshape(-1) for bound in (action_space.low, action_space.high))
         self.register_buffer("action_centre", (high + low) / 2)
         self.register_buffer("action_half", (high - low) / 2)
+        #: bounds of +-1 (the MuJoCo robots'): a_unit is a, and the critics skip the two ops per call
+        self.unit_bounds = bool((low == -1).all() and (high == 1).all())
         self._register_load_state_dict_pre_hook(_critics_on_unit_actions, with_module=True)
         self.flatten_parameters()
 
     def unit(self, action: torch.Tensor) -> torch.Tensor:
         """An action in the env's units as the critics read it, in [-1, 1]: (a - c) / h."""
-        return (action - self.action_centre) / self.action_half
+        return action if self.unit_bounds else (action - self.action_centre) / self.action_half
 
     def forward(self, obs: torch.Tensor, action: torch.Tensor) -> tuple[torch.Tensor, ...]:
         unit = self.unit(action)
