@@ -8,12 +8,19 @@ order of measurements, which a per-test fixture does not give. This harness is 5
 
 from __future__ import annotations
 
+import json
 import re
 import statistics
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+
+#: What a second writer of a bench's results file is told ({folder}, {holder}: RunLock's).
+RESULTS_BUSY = (
+    "{folder}/{file} is being written by process {holder} (one writer per results file): wait for it to finish, "
+    "or give this run another --results file"
+)
 
 
 @dataclass
@@ -174,3 +181,22 @@ class RecurrentPredict:
         h, c = state.reshape(len(obs), 2, self.layers, self.hidden).transpose(1, 2, 0, 3)
         actions, (h, c) = self.model.predict(self.normalize(obs), state=(h, c), episode_start=None, deterministic=True)
         return actions, np.stack([h, c]).transpose(2, 0, 1, 3).reshape(len(obs), self.state_size)
+
+
+def hold_results(path: Path) -> object:
+    """Hold the one-writer lock of a bench's results file until this process ends (the kernel releases it however
+    the process ends), or exit with one line naming the process that holds it."""
+    from thrust_app.runs.lock import RunLock, RunLockedError
+
+    lock = RunLock(path.parent, RESULTS_BUSY.replace("{file}", path.name), name=f".{path.name}.lock")
+    try:
+        return lock.__enter__()
+    except RunLockedError as error:
+        raise SystemExit(f"error: {error}") from None
+
+
+def save_results(path: Path, results: list[dict]) -> None:
+    """The results so far, replacing the file atomically: a run killed mid-write leaves the last whole file."""
+    from thrust_app.runs.files import atomic_write_bytes
+
+    atomic_write_bytes(path, json.dumps(results, indent=1).encode())

@@ -41,7 +41,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from harness import RecurrentPredict, read_block, replace_block
+from harness import RecurrentPredict, hold_results, read_block, replace_block, save_results
 from validation import PAIRS, ROOT, value_format
 
 from thrust_app.runs.compare import group_stats, probability_of_improvement
@@ -629,6 +629,7 @@ def main() -> None:
     pairs += [(algo, env, "default") for algo, env, _, _ in NAMED_ONLY if named(algo, env)]
     pairs += [(algo, env, preset) for algo, env, _, preset in PRESET_ROWS if not args.only or named(algo, env)]
     args.results.parent.mkdir(parents=True, exist_ok=True)
+    hold_results(args.results)  # one writer per results file, until this process ends
     results = json.loads(args.results.read_text()) if args.results.exists() else []
     done = {result_key(r) for r in results}
     variant = tuple(args.thrust_set)
@@ -645,7 +646,7 @@ def main() -> None:
     with mp.get_context("spawn").Pool(args.jobs) as pool:
         for index, result in enumerate(pool.imap_unordered(run_job, jobs), 1):
             results.append(result)
-            args.results.write_text(json.dumps(results, indent=1))
+            save_results(args.results, results)
             print(
                 f"[{index}/{len(jobs)}, {time.monotonic() - start:.0f} s] {result['lib']} {result['algo']} "
                 f"{result['env']} {result['label']} seed {result['seed']}: final {result['final_mean']:.3f}",

@@ -547,7 +547,10 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=ROOT / "docs" / "validation.md")
     parser.add_argument("--readme", type=Path, default=ROOT / "README.md")
     args = parser.parse_args()
+    from harness import hold_results, save_results
+
     args.results.parent.mkdir(parents=True, exist_ok=True)
+    hold_results(args.results)  # one writer per results file, until this process ends
     results = json.loads(args.results.read_text()) if args.results.exists() else []
     done = {(r["algo"], r["env"], r["source"], r["seed"]) for r in results}
     own = {(algo, env, source) for algo, env, source, _, _ in OWN_ENV_ROWS}
@@ -564,7 +567,7 @@ def main() -> None:
     with mp.get_context("spawn").Pool(args.jobs) as pool:
         for index, result in enumerate(pool.imap_unordered(run_one, todo), 1):
             results.append(result)
-            args.results.write_text(json.dumps(results, indent=1))
+            save_results(args.results, results)
             print(
                 f"[{index}/{len(todo)}, {time.monotonic() - start:.0f} s] {result['algo']} {result['env']} "
                 f"{result['source']} seed {result['seed']}: final {result['final_mean']:.3f}, target met at "

@@ -3,6 +3,7 @@ results) replaces those rows and keeps every other row as written, with the date
 
 from __future__ import annotations
 
+import subprocess
 import sys
 from pathlib import Path
 
@@ -131,3 +132,22 @@ def test_a_row_short_of_parity_lists_its_seeds_and_a_mann_whitney_p_that_another
     # a run of another row keeps the line (the row is kept, still short of parity); a row at parity has none
     write(parity, out, readme, results("sac", "pendulum", [-120.0] * 5, [-130.0] * 5), "2031-02-03")
     assert line in out.read_text() and "- sac pendulum: p =" not in out.read_text()
+
+
+def test_a_second_writer_of_the_results_file_is_refused_in_one_line_and_writes_nothing(parity, tmp_path):
+    import harness
+
+    results = tmp_path / "parity.json"
+    harness.save_results(results, [])
+    held = harness.hold_results(results)  # as a running parity.py holds it
+    try:
+        out = tmp_path / "validation.md"
+        command = [sys.executable, str(ROOT / "benches" / "parity.py"), "--results", str(results), "--out", str(out)]
+        second = subprocess.run([*command, "--only", "sac:pendulum"], capture_output=True, text=True, timeout=120)
+        assert second.returncode != 0
+        message = second.stderr.strip().splitlines()
+        assert len(message) == 1 and "is being written by process" in message[0] and "--results" in message[0]
+        assert results.read_text() == "[]" and not out.exists()
+    finally:
+        held.__exit__(None, None, None)
+    harness.hold_results(results).__exit__(None, None, None)  # free again once the first writer is done

@@ -29,10 +29,11 @@ RUN_FOLDER_BUSY = (
 
 class RunLock:
     """`with RunLock(folder):` holds the folder's write lock, or raises RunLockedError naming the holder in
-    `refusal` (a run folder's sentence unless told another: a sweep folder has its own)."""
+    `refusal` (a run folder's sentence unless told another: a sweep folder has its own). `name`: the lock file's
+    (another name locks one file of a folder that others write too, e.g. a bench's results)."""
 
-    def __init__(self, run_dir: Path, refusal: str = RUN_FOLDER_BUSY) -> None:
-        self.path = Path(run_dir) / LOCK_FILE
+    def __init__(self, run_dir: Path, refusal: str = RUN_FOLDER_BUSY, name: str = LOCK_FILE) -> None:
+        self.path = Path(run_dir) / name
         self.refusal = refusal
         self._fd: int | None = None
 
