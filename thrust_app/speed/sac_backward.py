@@ -86,8 +86,8 @@ def actor_backward(
 
 @torch.no_grad()
 def critic_forward(critic: TwinQ, obs: torch.Tensor, actions: torch.Tensor) -> list[list[torch.Tensor]]:
-    """Each Q-net's layer outputs at cat(obs, u), u the action in [-1, 1] (`critic.unit`), its input first and
-    Q(s, a) (n, 1) last."""
+    """Each Q-net's layer outputs at cat(obs, a_unit), a_unit the action in [-1, 1] (`critic.unit`), its input
+    first and Q(s, a) (n, 1) last."""
     x = torch.cat([obs.flatten(1), critic.unit(actions)], -1)
     return [mlp_forward(q_net, x) for q_net in critic.qs]
 
@@ -128,6 +128,7 @@ def fast_sac_update(sac: SAC, batch: Batch) -> dict[str, torch.Tensor]:
     for q_net, outputs, share in zip(critic.qs, passes, ((q1 < q2) + ties, (q2 < q1) + ties), strict=True):
         grad_input = mlp_backward(q_net, outputs, (share * (-1.0 / n)).unsqueeze(-1), weights=False, input_grad=True)
         grad_unit += grad_input[:, -sample.action.shape[1] :]
-    actor_backward(actor, sample, grad_unit / critic.action_half, (alpha / n).expand(n))  # a_unit = (a - c) / h
+    grad_action = grad_unit if critic.unit_bounds else grad_unit / critic.action_half  # a_unit = (a - c) / h
+    actor_backward(actor, sample, grad_action, (alpha / n).expand(n))
     adam_step(sac.actor_opt)
     return {"critic_loss": critic_loss, "actor_loss": actor_loss, "alpha": alpha[0]}
