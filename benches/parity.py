@@ -42,18 +42,21 @@ import time
 from pathlib import Path
 
 from harness import RecurrentPredict, hold_results, read_block, replace_block, save_results
-from validation import PAIRS, ROOT, value_format
+from validation import BUDGETS, PAIRS, ROOT, value_format
 
 from thrust_app.runs.compare import group_stats, probability_of_improvement
 
-#: Rows run only when named with --only (hours each on 2 cores): the MuJoCo presets, no target.
+#: validation's rows but its image rows on MinAtar, which are long (below)
+PAIRED = [pair for pair in PAIRS if not pair[1].startswith("MinAtar/")]
+#: Rows run only when named with --only (an hour or more each on 2 cores): the MuJoCo presets (no target), and
+#: MinAtar's with validation's targets (SB3 trains in the same pipeline, Thrust's CNN as its features extractor).
 MUJOCO = ("HalfCheetah-v5", "Hopper-v5", "Walker2d-v5", "Ant-v5", "Humanoid-v5")
 NAMED_ONLY = [(algo, env, None, "reported") for env in MUJOCO for algo in ("ppo", "a2c", "sac", "td3")]
+NAMED_ONLY += [pair for pair in PAIRS if pair[1].startswith("MinAtar/")]
 #: Step budgets below the preset's: the MuJoCo rows of SAC and TD3 at 100k steps (the presets' 1M is a day per row
-#: here); PPO and A2C train their presets' 1M.
+#: here); PPO and A2C train their presets' 1M; MinAtar's rows validation's budgets (the presets' 5M would be days).
 BUDGET = dict.fromkeys([(algo, env) for env in MUJOCO for algo in ("sac", "td3")], 100_000)
-#: validation's image rows (MinAtar) are not compared yet: SB3's side would need Thrust's MinAtar pipeline
-PAIRED = [pair for pair in PAIRS if not pair[1].startswith("MinAtar/")]
+BUDGET |= {pair: steps for pair, steps in BUDGETS.items() if pair[1].startswith("MinAtar/")}
 #: sb3-contrib's RecurrentPPO against Thrust's recurrent PPO on the zoo's memory test (Thrust on its batched twin).
 RECURRENT = [("recurrent_ppo", "cartpole-novel", 450.0, "eval >= 450 within 100k steps")]
 #: Goal envs with HER (gymnasium-robotics' FetchReach; SB3's HerReplayBuffer on the SB3 side). Return = -(steps away
@@ -72,8 +75,10 @@ PRESET_ROWS = [("dqn", "cartpole", 475.0, "annealed")]
 #: Final-evaluation episodes (the bandit's episodes are one step long, so many more of them).
 FINAL_EPISODES = {"bandit": 1000} | dict.fromkeys(MUJOCO, 10)
 FINAL_SEED = 2_000_000
-EVAL_EVERY = {"bandit": 500, "FetchReach-v4": 2000, "mountaincar-continuous": 1000} | dict.fromkeys(
-    (*MUJOCO, "acrobot", "mountaincar"), 50_000
+EVAL_EVERY = (
+    {"bandit": 500, "FetchReach-v4": 2000, "mountaincar-continuous": 1000}
+    | dict.fromkeys((*MUJOCO, "acrobot", "mountaincar"), 50_000)
+    | dict.fromkeys((env for _, env, _, _ in PAIRS if env.startswith("MinAtar/")), 25_000)
 )
 #: Thrust settings that change how fast it computes, not what it learns: no SB3 counterpart needed.
 SPEED_FIELDS = ("acting", "update", "cuda_graphs")
@@ -244,6 +249,7 @@ def run_job(job: Job) -> dict:
     """One training run of either library; its evaluations, final evaluation and wall time."""
     import torch
 
+    from thrust_app.envs.pipeline import Pipeline
     from thrust_app.training.evaluation import evaluate
     from thrust_app.training.trainer import EVAL_SEED_OFFSET
 
@@ -255,7 +261,7 @@ def run_job(job: Job) -> dict:
     runner = run_thrust if job.lib == "thrust" else run_sb3
     act, steps, gaps, env_id = runner(job, thrust_env, config, budget, eval_every, evals, EVAL_SEED_OFFSET)
     with torch.no_grad():
-        final = evaluate(act, env_id, FINAL_EPISODES.get(job.env, 50), FINAL_SEED)
+        final = evaluate(act, env_id, FINAL_EPISODES.get(job.env, 50), FINAL_SEED, pipeline=Pipeline.of(config))
     return dataclasses.asdict(job) | {
         "steps": steps,
         "wall_s": time.monotonic() - start,
@@ -298,9 +304,11 @@ def run_thrust(job: Job, thrust_env, config, budget, eval_every, evals, _offset)
 def run_sb3(job: Job, thrust_env, config, budget, eval_every, evals, offset):
     from stable_baselines3.common.callbacks import BaseCallback
 
+    from thrust_app.envs.pipeline import Pipeline
     from thrust_app.training.evaluation import evaluate
 
     model, act, gaps, env_id = sb3_model(job, thrust_env, config)
+    pipeline = Pipeline.of(config)
 
     class Evaluations(BaseCallback):
         """Thrust's evaluation every `eval_every` env steps, on the seeds Thrust's trainer uses."""
@@ -309,7 +317,7 @@ def run_sb3(job: Job, thrust_env, config, budget, eval_every, evals, offset):
 
         def _on_step(self) -> bool:
             if self.num_timesteps >= self.next_eval:
-                evals.append((self.num_timesteps, evaluate(act, env_id, 10, job.seed + offset).mean))
+                evals.append((self.num_timesteps, evaluate(act, env_id, 10, job.seed + offset, pipeline=pipeline).mean))
                 self.next_eval += eval_every
             return True
 
@@ -319,7 +327,8 @@ def run_sb3(job: Job, thrust_env, config, budget, eval_every, evals, offset):
 
 def sb3_model(job: Job, thrust_env: str, config: dict):
     """SB3's (or sb3-contrib's) model for `job`: Thrust's preset translated field by field (`sb3_settings`), on the
-    gymnasium twin of Thrust's env, in VecNormalize when the preset normalises. Returns (model, its deterministic
+    gymnasium twin of Thrust's env, in the preset's pipeline (MinAtar's channels first, Atari's preprocessing) and
+    in VecNormalize when the preset normalises. Returns (model, its deterministic
     policy on raw observations, what SB3 cannot express, the gymnasium env id)."""
     import stable_baselines3 as sb3
     from stable_baselines3.common.env_util import make_vec_env
@@ -328,12 +337,13 @@ def sb3_model(job: Job, thrust_env: str, config: dict):
 
     from thrust_app.envs import env_observation_parts, env_spaces
     from thrust_app.envs.gym_adapter import register_envs
-    from thrust_app.envs.pipeline import register_on_demand
+    from thrust_app.envs.pipeline import Pipeline, register_on_demand
 
     register_envs()
     env_id = sb3_env_id(thrust_env)
     register_on_demand(env_id)
-    obs_space, action_space = env_spaces(thrust_env)
+    pipeline = Pipeline.of(config)
+    obs_space, action_space = env_spaces(thrust_env, pipeline)
     parts = env_observation_parts(thrust_env) if len(obs_space.shape) == 1 else None  # a Dict: SB3 reads it whole
     action_dim = math.prod(getattr(action_space, "shape", ()) or (1,))
     kwargs, n_envs, gaps = sb3_settings(job.algo, config, len(obs_space.shape) == 3, action_dim)
@@ -350,7 +360,9 @@ def sb3_model(job: Job, thrust_env: str, config: dict):
     def act(obs):  # the deterministic policy; a recurrent one's carries its memory (RecurrentPredict, below)
         return model.predict(normalize(obs), deterministic=True)[0]
 
-    env = make_vec_env(env_id, n_envs=n_envs, seed=job.seed)
+    # the env as Thrust's training makes it: Thrust's pipeline with its training-only steps (Atari's lives, reward sign)
+    wrap = lambda env: pipeline.wrap(env, training=True)  # noqa: E731
+    env = make_vec_env(env_id, n_envs=n_envs, seed=job.seed, env_kwargs=pipeline.make_kwargs(env_id), wrapper_class=wrap)
     if config["normalize"]:
         env = VecNormalize(
             env,
@@ -544,18 +556,20 @@ def markdown(rows: list[dict], kept: dict[str, KeptRow], when: str) -> list[str]
         f"its preset, SB3 {sb3_version()} with the same values translated field by field (`sb3_settings` in the "
         "script), on gymnasium's CartPole-v1 / Pendulum-v1 / Acrobot-v1 / MountainCar(Continuous) where Thrust's "
         "env is their twin (Thrust's own bandit and Snake, registered with gymnasium), and gymnasium-robotics' "
-        "FetchReach-v4 with HER (SB3's HerReplayBuffer and MultiInputPolicy); a preset with `normalize: true` runs "
+        "FetchReach-v4 with HER (SB3's HerReplayBuffer and MultiInputPolicy), MinAtar's Breakout in Thrust's pipeline "
+        "(the grid channels first; Thrust's CNN as SB3's features extractor); a preset with `normalize: true` runs "
         "SB3 under VecNormalize with the same settings. "
         "Final eval: 50 fresh episodes (1000 on the bandit); IQM: interquartile mean over seeds, with a 95% "
         "bootstrap CI; *P(Thrust >= SB3)*: share of seed pairs where Thrust's final eval is at least SB3's "
         "(ties count one half); *ends at target*: seeds whose final eval reached the row's target (validation.py's); "
         "*steps to target*: the first evaluation (every 5k steps; 500 on the bandit, 1k on MountainCarContinuous, 50k on "
-        "Acrobot and MountainCar) that reached it; *parity*: "
+        "Acrobot and MountainCar, 25k on MinAtar) that reached it; *parity*: "
         "P >= 0.5 and Thrust's IQM inside or above SB3's CI. A named preset with settings of its own has its row "
         "(`annealed`, both sides on its settings); the others train with these rows' settings (`fast` evaluates "
         "more often and stops at the solve) or need a GPU (`gpu`: 4,096 envs, 10M steps). Rows not listed were "
         "not run on this machine (Snake: a CNN for 300k steps, 15-25 min per run per side; the MuJoCo rows, run "
-        "only when named, hours: SAC and TD3 at 100k steps, PPO and A2C at their presets' 1M, 10 final episodes).",
+        "only when named, hours: SAC and TD3 at 100k steps, PPO and A2C at their presets' 1M, 10 final episodes; MinAtar's, "
+        "named only too: validation's budgets, DQN 250k and PPO 500k steps).",
         "",
         *TABLE_HEAD,
         *ordered,

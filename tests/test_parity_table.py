@@ -151,3 +151,21 @@ def test_a_second_writer_of_the_results_file_is_refused_in_one_line_and_writes_n
     finally:
         held.__exit__(None, None, None)
     harness.hold_results(results).__exit__(None, None, None)  # free again once the first writer is done
+
+
+def test_sb3s_side_of_a_minatar_row_trains_and_acts_in_thrusts_pipeline(parity):
+    """SB3 sees MinAtar's grid as Thrust's training does (channels first, float), through Thrust's CNN, and its
+    deterministic policy acts on the observations Thrust's evaluation hands it."""
+    from thrust_app.envs import env_spaces
+    from thrust_app.envs.pipeline import Pipeline
+    from thrust_app.training.evaluation import evaluate
+
+    job = parity.Job("dqn", "MinAtar/Breakout-v1", "sb3", seed=0)
+    env, config, budget = parity.thrust_config(job.algo, job.env, [])
+    model, act, gaps, env_id = parity.sb3_model(job, env, config)
+    thrust_obs = env_spaces(env, Pipeline.of(config))[0]
+    assert model.observation_space.shape == thrust_obs.shape == (4, 10, 10)
+    assert type(model.q_net.features_extractor).__name__ == "ThrustCNN" and gaps == []
+    assert budget == 250_000  # validation's budget, not the preset's 5M
+    result = evaluate(act, env_id, 2, seed=0, pipeline=Pipeline.of(config))
+    assert len(result.returns) == 2
