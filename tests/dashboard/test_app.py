@@ -354,7 +354,10 @@ def test_in_a_browser_the_training_tab_stays_on_the_run_it_resumed(dirs):
         expect(box).to_have_value("finished · finished", timeout=20_000)
         choose_in_browser(page, "train-run", "resumed · stopped")
         expect(box).to_have_value("resumed · stopped", timeout=20_000)
-        page.locator(".st-key-resume button:visible").first.click()
+        resume = page.locator(".st-key-resume button:visible").first
+        # the box shows the choice at once; Resume turns on when the app's rerun for it arrives (slow on a busy host)
+        expect(resume).to_be_enabled(timeout=60_000)
+        resume.click()
         expect(box).to_have_value("resumed · finished", timeout=90_000)  # through starting and running
         time.sleep(2 * 2)  # two more refreshes of the tab
         assert box.input_value() == "resumed · finished"
