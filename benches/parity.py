@@ -543,6 +543,7 @@ def markdown(rows: list[dict], kept: dict[str, KeptRow], when: str) -> list[str]
     gaps += [note for row in kept.values() for note in row.gaps if note not in gaps]
     successes += [note for row in kept.values() for note in row.successes if note not in successes]
     spreads += [note for row in kept.values() if not row.at_parity for note in row.spreads if note not in spreads]
+    gaps, successes, spreads = (sorted(notes, key=table_position) for notes in (gaps, successes, spreads))
     lines = {row_name(r["algo"], r["env"], r["label"], r["preset"]): table_row(r, when) for r in rows}
     lines |= {name: row.line for name, row in kept.items()}
     ordered = [lines.pop(name) for name in table_order() if name in lines] + list(lines.values())
@@ -589,6 +590,12 @@ def spread_text(row: dict) -> str:
 def table_order() -> list[str]:
     """Every row's name in the order the table lists them."""
     return [row_name(algo, env) for algo, env, _, _ in ROWS] + [row_name(a, e, "preset", p) for a, e, _, p in PRESET_ROWS]
+
+
+def table_position(note: str) -> int:
+    """Where a note's row (`- algo env: ...`) stands in the table; notes of rows no longer listed go last."""
+    prefixes = [f"- {algo} {env}:" for algo, env, _, _ in ROWS]
+    return next((i for i, prefix in enumerate(prefixes) if note.startswith(prefix)), len(prefixes))
 
 
 def success_text(rates: list[float]) -> str:

@@ -132,6 +132,11 @@ def test_a_row_short_of_parity_lists_its_seeds_and_a_mann_whitney_p_that_another
     # a run of another row keeps the line (the row is kept, still short of parity); a row at parity has none
     write(parity, out, readme, results("sac", "pendulum", [-120.0] * 5, [-130.0] * 5), "2031-02-03")
     assert line in out.read_text() and "- sac pendulum: p =" not in out.read_text()
+    # the lines follow the table's order, this run's or kept: sac pendulum's row (kept) stands above mountaincar's
+    write(parity, out, readme, results("sac", "pendulum", [-130.0] * 5, [-120.0] * 5), "2031-03-04")
+    write(parity, out, readme, close, "2031-04-05")
+    text = out.read_text()
+    assert text.index("- sac pendulum: p =") < text.index(line) < text.index("<!-- parity:end -->")
 
 
 def test_a_second_writer_of_the_results_file_is_refused_in_one_line_and_writes_nothing(parity, tmp_path):
