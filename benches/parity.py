@@ -544,9 +544,7 @@ def markdown(rows: list[dict], kept: dict[str, KeptRow], when: str) -> list[str]
     successes += [note for row in kept.values() for note in row.successes if note not in successes]
     spreads += [note for row in kept.values() if not row.at_parity for note in row.spreads if note not in spreads]
     gaps, successes, spreads = (sorted(notes, key=table_position) for notes in (gaps, successes, spreads))
-    lines = {row_name(r["algo"], r["env"], r["label"], r["preset"]): table_row(r, when) for r in rows}
-    lines |= {name: row.line for name, row in kept.items()}
-    ordered = [lines.pop(name) for name in table_order() if name in lines] + list(lines.values())
+    ordered = table_lines(rows, kept, when)
     earlier = f"; {len(kept)} kept from earlier runs (their `run on` dates)" if kept else ""
     return [
         "## Parity with Stable-Baselines3, every preset",
@@ -587,6 +585,13 @@ def spread_text(row: dict) -> str:
     return f"- {row['algo']} {row['env']}: p = {row['mann_whitney_p']:.2f}; Thrust {finals['thrust']}; SB3 {finals['sb3']}"
 
 
+def table_lines(rows: list[dict], kept: dict[str, KeptRow], when: str = "") -> list[str]:
+    """The table's lines, this run's rows and the kept ones, in the table's order."""
+    lines = {row_name(r["algo"], r["env"], r["label"], r["preset"]): table_row(r, when) for r in rows}
+    lines |= {name: row.line for name, row in kept.items()}
+    return [lines.pop(name) for name in table_order() if name in lines] + list(lines.values())
+
+
 def table_order() -> list[str]:
     """Every row's name in the order the table lists them."""
     return [row_name(algo, env) for algo, env, _, _ in ROWS] + [row_name(a, e, "preset", p) for a, e, _, p in PRESET_ROWS]
@@ -609,8 +614,8 @@ def sb3_version() -> str:
 
 
 def readme_rows(rows: list[dict], kept: dict[str, KeptRow], readme: Path) -> list[str]:
-    """README's parity rows: how many presets are at parity (this run's rows and the kept ones), and DQN CartPole's
-    rows (kept from the README as they are when this run has none)."""
+    """README's parity rows: how many presets are at parity (this run's rows and the kept ones), DQN CartPole's
+    rows (kept from the README as they are when this run has none), and a row per MuJoCo env."""
     at = sum(row["at_parity"] for row in rows) + sum(row.at_parity for row in kept.values())
     total = len(rows) + len(kept)
     lines = [f"| Parity with SB3 (benches/parity.py) | {at} of {total} presets at parity (docs/validation.md) |"]
@@ -625,7 +630,30 @@ def readme_rows(rows: list[dict], kept: dict[str, KeptRow], readme: Path) -> lis
         )
     if not dqn:
         lines += [line for line in read_block(readme, "parity") if line.startswith("| DQN CartPole")]
-    return lines
+    return lines + mujoco_rows(table_lines(rows, kept))
+
+
+def mujoco_rows(lines: list[str]) -> list[str]:
+    """README's row per MuJoCo env in the table: each algorithm's final IQM against SB3's, its P(Thrust >= SB3),
+    step budget and seeds, read from the table's lines (this run's and the kept ones alike)."""
+    cells = [[cell.strip() for cell in line.split("|")[1:-1]] for line in lines]
+    out = []
+    for env in MUJOCO:
+        found = [c for c in cells if c[1] == env and " " not in c[0]]  # the presets' rows, not a named variant's
+        parts = [
+            f"{algo.upper()} {thrust.split(' [')[0]} vs {sb3.split(' [')[0]} "
+            f"(P {p}{'' if ok == 'yes' else ', short of parity'}; "
+            f"{short_steps(thrust_config(algo, env, [])[2])} steps, {seeds} seeds)"
+            for algo, _, seeds, thrust, sb3, p, _, _, ok, *_ in found
+        ]
+        if parts:
+            out.append(f"| {env}, the zoo's presets vs SB3 (final IQM, Thrust vs SB3) | {'; '.join(parts)} |")
+    return out
+
+
+def short_steps(steps: int) -> str:
+    """100k, 1M: a step budget as README's rows write it."""
+    return f"{steps / 1e6:g}M" if steps >= 1_000_000 else f"{steps / 1e3:g}k"
 
 
 # ---------------------------------------------------------------------------------------------- main

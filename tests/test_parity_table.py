@@ -174,3 +174,20 @@ def test_sb3s_side_of_a_minatar_row_trains_and_acts_in_thrusts_pipeline(parity):
     assert budget == 250_000  # validation's budget, not the preset's 5M
     result = evaluate(act, env_id, 2, seed=0, pipeline=Pipeline.of(config))
     assert len(result.returns) == 2
+
+
+def test_readme_gains_a_row_per_mujoco_env_with_each_algorithms_iqm_against_sb3s(parity, tmp_path):
+    out, readme = tmp_path / "validation.md", tmp_path / "README.md"
+    out.write_text(UNDATED)
+    readme.write_text(README)
+    ppo = results("ppo", "HalfCheetah-v5", [6000.0, 5000.0, 7000.0], [4000.0, 4500.0, 3000.0])
+    write(parity, out, readme, ppo, "2031-01-02")
+    # a later run of another MuJoCo row keeps PPO's, read back from the table
+    td3 = results("td3", "HalfCheetah-v5", [4000.0, 4100.0, 4200.0], [5000.0, 5100.0, 5200.0])
+    write(parity, out, readme, td3, "2031-01-03")
+    rows = [line for line in readme.read_text().splitlines() if line.startswith("| HalfCheetah-v5")]
+    assert rows == [
+        "| HalfCheetah-v5, the zoo's presets vs SB3 (final IQM, Thrust vs SB3) | PPO 6000.0 vs 3833.3 (P 1.00; 1M steps, "
+        "3 seeds); TD3 4100.0 vs 5100.0 (P 0.00, short of parity; 100k steps, 3 seeds) |"
+    ]
+    assert "| Hopper-v5" not in readme.read_text()  # no row for an env the table has none of
