@@ -1,6 +1,7 @@
 """The Ray Tune engine of `thrust sweep`, run for real: ASHA on a local Ray that reaches nothing outside
 127.0.0.0/8 (traced), PBT changing a trial's learning rate in its run folder, a two-node cluster on this
-machine, and a trial's worker killed (retried from its checkpoint) and then the driver (Tuner.restore)."""
+machine, a trial's worker killed (retried from its checkpoint) and then the driver (Tuner.restore), and a
+stopped trial's worker that lets its run end before it exits."""
 
 from __future__ import annotations
 
@@ -77,8 +78,15 @@ def test_an_asha_sweep_on_a_local_ray_prunes_and_reaches_only_loopback(tmp_path)
     trace = tmp_path / "connect.trace"
     path = write_sweep(tmp_path, "asha", "asha", timesteps=8192, eval_every=2048)
     path.write_text(path.read_text().replace("env: bandit", "env: cartpole").replace("eval_episodes: 20", "eval_episodes: 5"))
+    # --seccomp-bpf: only connect() stops a traced process (every syscall would, slowing torch's imports in
+    # Ray's workers many times over on a busy machine)
     result = subprocess.run(
-        [strace, "-f", "-qq", "-e", "trace=connect", "-o", str(trace), *sweep_command(str(path), "--runs-root", "runs")],
+        [
+            strace,
+            *"-f --seccomp-bpf -qq -e trace=connect -o".split(),
+            str(trace),
+            *sweep_command(str(path), "--runs-root", "runs"),
+        ],
         cwd=tmp_path,
         capture_output=True,
         text=True,
@@ -295,6 +303,36 @@ def test_a_trial_restarts_from_its_run_folder_or_from_the_state_a_pbt_checkpoint
     (tmp_path / "b").mkdir()
     start = restart(tmp_path / "b")
     assert start.checkpoint.read_bytes() == b"state" and not start.overrides  # its own settings
+
+
+def slow_to_stop(config: dict, marker: str) -> None:
+    """A trial whose run takes a second to end once stopped (a run's last iteration, checkpoint, summary)."""
+    from ray import tune
+
+    try:
+        for step in range(100):
+            tune.report({"score": step})
+    finally:
+        time.sleep(1.0)
+        Path(marker).write_text("ended")
+
+
+def test_a_stopped_trials_worker_lets_its_run_end_before_it_exits(tmp_path):
+    """The last trials of a sweep are stopped without their worker being kept: the worker exits after
+    `stop()`, so a run still ending then would be cut off with its "incomplete" summary."""
+    from ray import tune
+    from ray.train._internal.storage import StorageContext
+
+    from thrust_app.sweeps.ray_engine import ray_session, run_ending
+
+    marker = tmp_path / "ended"
+    trainable = run_ending(tune.with_parameters(slow_to_stop, marker=str(marker)))
+    with ray_session(None, 1):
+        storage = StorageContext(storage_path=str(tmp_path / "ray"), experiment_dir_name="e", trial_dir_name="t")
+        trial = trainable(config={}, storage=storage)
+        assert trial.train()["score"] == 0
+        trial.stop()  # what Tune calls before a worker it does not keep exits
+        assert marker.read_text() == "ended"
 
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason="this machine has a GPU: the refusal is for machines without one")

@@ -44,11 +44,12 @@ from .trial_runs import on_new_evaluation, run_folder, run_seed, score, score_so
 RAY_FOLDER = "ray"  #: Tune's storage path inside the sweep folder
 NAMES_FILE = "trial-names.json"  #: Tune's trial ids -> Thrust's trial numbers
 SCRATCH = "scratch"  #: trials' temporary checkpoint folders inside the sweep folder, removed when the sweep ends
+RUN_END_WAIT_S = 30  #: how long a stopped trial's worker waits for its run to end (within an iteration)
 #: Tune's knobs Thrust sets for the driver (and a local Ray's workers, which inherit them).
 TUNE_SETTINGS = {
     # A worker reused for the next trial waits this long for the stopped trial's run to end (it ends
-    # within an iteration, see TrialReporter.watch).
-    "TUNE_FUNCTION_THREAD_TIMEOUT_S": "30",
+    # within an iteration, see TrialReporter.watch); a worker not reused waits as long (RunEndingTrainable).
+    "TUNE_FUNCTION_THREAD_TIMEOUT_S": str(RUN_END_WAIT_S),
     # Tune warns when checkpoints come faster than every 5 s; small runs evaluate (and checkpoint) that often.
     "TUNE_WARN_EXCESSIVE_EXPERIMENT_CHECKPOINT_SYNC_THRESHOLD_S": "0",
 }
@@ -190,6 +191,28 @@ class TrialReporter:
                 trainer.request_stop("stopped")
 
 
+def run_ending(function: Callable[[dict[str, Any]], None]) -> type:
+    """Tune's trainable for `function`, whose worker lets a stopped trial's run end before it exits.
+
+    Tune stops a trial's worker without waiting for the trial's thread (`FunctionTrainable.cleanup`
+    joins it with timeout 0) when the worker is not kept for another trial, as with the last trials of a
+    sweep; the worker process then exits and takes the thread with it, mid-iteration, leaving the run
+    folder with its "incomplete" summary instead of the "stopped" one. Here the worker first waits up to
+    RUN_END_WAIT_S for the run to end (it stops within an iteration, TrialReporter.watch). At the
+    sweep's very end Tune kills a worker still stopping after 10 s."""
+    from ray.train._internal.session import get_session  # Ray's internal session, as TrialReporter.watch reads
+    from ray.tune.trainable.function_trainable import wrap_function
+
+    class RunEndingTrainable(wrap_function(function)):
+        def cleanup(self) -> None:
+            try:
+                get_session().finish(timeout=RUN_END_WAIT_S)  # stop event set, the thread joined
+            finally:
+                super().cleanup()
+
+    return RunEndingTrainable
+
+
 def restart_point(
     checkpoint: tune.Checkpoint | None, scratch: Path, root: Path, spec: SweepSpec, number: int, params: dict[str, Any]
 ) -> ResumeFrom | None:
@@ -287,7 +310,7 @@ def run_ray_sweep(
             where_now = f"the cluster at {address}" if address else "this machine"
             raise ConfigError(f"gpus_per_trial is {spec.gpus_per_trial}, but {where_now} has no GPU; set gpus_per_trial: 0")
         trainable = tune.with_resources(  # with_parameters puts its values in Ray's object store: inside the session
-            tune.with_parameters(train_trial, folder=str(folder), sweep=dataclasses.asdict(spec)),
+            run_ending(tune.with_parameters(train_trial, folder=str(folder), sweep=dataclasses.asdict(spec))),
             {"cpu": spec.cpus_per_trial, "gpu": spec.gpus_per_trial},
         )
         experiment = storage / spec.name
