@@ -392,6 +392,27 @@ def steps_to_target(run: dict, target: float | None) -> int | None:
     return next((step for step, mean in run["evals"] if target is not None and mean >= target), None)
 
 
+#: The late read of a run: its evaluations past this share of its budget, averaged (a steadier read than the final
+#: evaluation alone where returns dip between evaluations, as on Hopper), shown where each run has LATE_EVALS of them.
+LATE_SHARE, LATE_EVALS = 0.75, 3
+
+
+def late_mean(run: dict) -> float | None:
+    """The mean of a run's evaluations in the last quarter of its budget; None with fewer than LATE_EVALS there."""
+    late = [mean for step, mean in run["evals"] if step > LATE_SHARE * run["steps"]]
+    return statistics.fmean(late) if len(late) >= LATE_EVALS else None
+
+
+def late_read(thrust: list[dict], sb3: list[dict]) -> dict | None:
+    """Both sides' late means per seed, their IQMs and P(Thrust >= SB3) on them; None where a run has too few."""
+    late = {lib: [late_mean(run) for run in runs] for lib, runs in (("thrust", thrust), ("sb3", sb3))}
+    if any(value is None for values in late.values() for value in values):
+        return None
+    evals = min(sum(step > LATE_SHARE * run["steps"] for step, _ in run["evals"]) for run in thrust + sb3)
+    iqm = {lib: group_stats(lib, values).iqm for lib, values in late.items()}
+    return {"evals": evals, **late, "iqm": iqm, "p": probability_of_improvement(late["thrust"], late["sb3"])[0]}
+
+
 def summarize(
     results: list[dict], algo: str, env: str, target: float | None, label: str, preset: str = "default"
 ) -> dict | None:
@@ -421,6 +442,7 @@ def summarize(
     row["p_thrust_ge_sb3"], row["p_ci"] = probability_of_improvement(row["thrust"]["finals"], row["sb3"]["finals"])
     row["at_parity"] = row["p_thrust_ge_sb3"] >= 0.5 and row["thrust"]["iqm"] >= row["sb3"]["ci"][0]
     row["mann_whitney_p"] = mann_whitney_p(row["thrust"]["finals"], row["sb3"]["finals"])
+    row["late"] = late_read(side["thrust"], side["sb3"])
     row["gaps"] = sorted({gap for r in side["sb3"] for gap in r["gaps"]})
     # the day its latest run finished ("": results recorded before runs carried their date)
     row["run_on"] = max((r.get("run_on", "") for r in side["thrust"] + side["sb3"]), default="")
@@ -441,7 +463,9 @@ def mann_whitney_p(thrust: list[float], sb3: list[float]) -> float:
 
 SPREAD_HEAD = (
     "Rows short of parity, seed by seed, with a two-sided Mann-Whitney U test of the two sides' final evaluations "
-    "(scipy): a p far above 0.05 says these seeds cannot tell Thrust's results from SB3's."
+    "(scipy): a p far above 0.05 says these seeds cannot tell Thrust's results from SB3's. Where every run "
+    "evaluated at least 3 times in the last quarter of its budget, those evaluations' mean per seed follows (a "
+    "steadier read than the final evaluation where returns dip between evaluations), with its IQM and P."
 )
 
 
@@ -580,9 +604,18 @@ def markdown(rows: list[dict], kept: dict[str, KeptRow], when: str) -> list[str]
 
 
 def spread_text(row: dict) -> str:
-    """A row's final evaluations per seed, both sides, and the Mann-Whitney p of their difference."""
+    """A row's final evaluations per seed, both sides, and the Mann-Whitney p of their difference; with the late
+    read where the runs evaluated often enough (`late_read`)."""
     finals = {lib: ", ".join(f"{value:.4g}" for value in row[lib]["finals"]) for lib in ("thrust", "sb3")}
-    return f"- {row['algo']} {row['env']}: p = {row['mann_whitney_p']:.2f}; Thrust {finals['thrust']}; SB3 {finals['sb3']}"
+    text = f"- {row['algo']} {row['env']}: p = {row['mann_whitney_p']:.2f}; Thrust {finals['thrust']}; SB3 {finals['sb3']}"
+    late = row.get("late")
+    if late:
+        means = {lib: ", ".join(f"{value:.4g}" for value in late[lib]) for lib in ("thrust", "sb3")}
+        text += (
+            f"; the last quarter's evaluations ({late['evals']}+ per run), averaged: Thrust {means['thrust']}; "
+            f"SB3 {means['sb3']}; IQM {late['iqm']['thrust']:.4g} vs {late['iqm']['sb3']:.4g}, P {late['p']:.2f}"
+        )
+    return text
 
 
 def table_lines(rows: list[dict], kept: dict[str, KeptRow], when: str = "") -> list[str]:

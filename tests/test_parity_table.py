@@ -139,6 +139,32 @@ def test_a_row_short_of_parity_lists_its_seeds_and_a_mann_whitney_p_that_another
     assert text.index("- sac pendulum: p =") < text.index(line) < text.index("<!-- parity:end -->")
 
 
+def test_a_row_short_of_parity_adds_the_mean_of_its_last_quarters_evaluations_when_each_run_has_three(parity):
+    # PPO Hopper's shape: every run evaluated from 250k on; the last quarter (past 750k) holds four evaluations
+    finals = {"thrust": [300.0, 1000.0, 990.0], "sb3": [1000.0, 1010.0, 995.0]}
+    late = {"thrust": [[20.0, 900.0, 30.0, 300.0], [1000.0] * 4, [900.0] * 4], "sb3": [[1000.0] * 4, [600.0] * 4, [800.0] * 4]}
+    runs = []
+    for lib in ("thrust", "sb3"):
+        for seed, (final, ending) in enumerate(zip(finals[lib], late[lib], strict=True)):
+            evals = [(step, 500.0) for step in range(250_000, 800_000, 250_000)] + list(
+                zip(range(800_000, 1_000_000, 50_000), ending, strict=True)
+            )
+            runs.append({"algo": "ppo", "env": "Hopper-v5", "lib": lib, "seed": seed, "label": "preset", "thrust_set": [],
+                         "preset": "default", "steps": 1_000_000, "wall_s": 1.0, "evals": evals, "final_mean": final,
+                         "final_success": None, "gaps": []})  # fmt: skip
+    row = parity.summarize(runs, "ppo", "Hopper-v5", None, "preset")
+    text = parity.spread_text(row)
+    # seed 0's dips average to 312.5 (its 500s before 750k left out); P over the 9 pairs of late means: 1000 beats
+    # 600 and 800, 900 beats 600 and 800, 1000 ties 1000 (a half): 4.5 / 9
+    assert "the last quarter's evaluations (4+ per run), averaged: Thrust 312.5, 1000, 900; SB3 1000, 600, 800" in text
+    assert row["late"]["p"] == pytest.approx(0.5) and text.endswith(", P 0.50")
+    # a run with two evaluations past 750k (SAC and TD3 at 100k, evaluated every 50k): no late read, the line as before
+    for run in runs:
+        run["evals"] = run["evals"][:-2]
+    row = parity.summarize(runs, "ppo", "Hopper-v5", None, "preset")
+    assert row["late"] is None and "last quarter" not in parity.spread_text(row)
+
+
 def test_a_second_writer_of_the_results_file_is_refused_in_one_line_and_writes_nothing(parity, tmp_path):
     import harness
 
