@@ -420,6 +420,8 @@ def summarize(
     mine = lambda r, lib: result_key(r)[:4] == (algo, env, preset, lib)  # noqa: E731
     side = {lib: sorted((r for r in results if mine(r, lib)), key=lambda r: r["seed"]) for lib in ("thrust", "sb3")}
     side["thrust"] = [r for r in side["thrust"] if r["label"] == label]
+    paired = {r["seed"] for r in side["thrust"]} & {r["seed"] for r in side["sb3"]}  # the seeds both sides ran
+    side = {lib: [r for r in runs if r["seed"] in paired] for lib, runs in side.items()}
     if not side["thrust"] or not side["sb3"]:
         return None
     row = {"algo": algo, "env": env, "label": label, "target": target, "preset": preset}
@@ -692,6 +694,16 @@ def short_steps(steps: int) -> str:
 # ---------------------------------------------------------------------------------------------- main
 
 
+def all_rows(results: list[dict]) -> tuple[list[dict], list[dict]]:
+    """Every row the results hold, the presets' and then the --thrust-set variants', each with all the seeds both
+    sides ran (`summarize`): a run of one row with fewer seeds leaves another row's extra seeds in its row."""
+    rows = [row for algo, env, target, _ in ROWS if (row := summarize(results, algo, env, target, "preset"))]
+    rows += [row for a, e, target, p in PRESET_ROWS if (row := summarize(results, a, e, target, "preset", p))]
+    variants = sorted({r["label"] for r in results} - {"preset"})
+    extra = [row for algo, env, target, _ in ROWS for v in variants if (row := summarize(results, algo, env, target, v))]
+    return rows, extra
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seeds", type=int, default=5)
@@ -734,11 +746,7 @@ def main() -> None:
                 f"{result['env']} {result['label']} seed {result['seed']}: final {result['final_mean']:.3f}",
                 flush=True,
             )
-    kept = [r for r in results if r["seed"] < max(args.seeds, 5)]  # a row run with fewer seeds keeps them
-    rows = [row for algo, env, target, _ in ROWS if (row := summarize(kept, algo, env, target, "preset"))]
-    rows += [row for a, e, target, p in PRESET_ROWS if (row := summarize(kept, a, e, target, "preset", p))]
-    variants = sorted({r["label"] for r in kept} - {"preset"})
-    extra = [row for algo, env, target, _ in ROWS for v in variants if (row := summarize(kept, algo, env, target, v))]
+    rows, extra = all_rows(results)
     print("\n".join(table(rows + extra)))
     if rows and not args.thrust_set:
         when = time.strftime("%Y-%m-%d")

@@ -33,7 +33,7 @@ def results(algo: str, env: str, thrust: list[float], sb3: list[float]) -> list[
 
 def write(parity, out: Path, readme: Path, results: list[dict], when: str) -> None:
     """What parity.py's main does with its results."""
-    rows = [row for algo, env, target, _ in parity.ROWS if (row := parity.summarize(results, algo, env, target, "preset"))]
+    rows, _ = parity.all_rows(results)
     kept = parity.kept_rows(out, {parity.row_name(r["algo"], r["env"], r["label"], r["preset"]) for r in rows})
     parity.replace_block(out, "parity", parity.markdown(rows, kept, when))
     parity.replace_block(readme, "parity", parity.readme_rows(rows, kept, readme))
@@ -137,6 +137,20 @@ def test_a_row_short_of_parity_lists_its_seeds_and_a_mann_whitney_p_that_another
     write(parity, out, readme, close, "2031-04-05")
     text = out.read_text()
     assert text.index("- sac pendulum: p =") < text.index(line) < text.index("<!-- parity:end -->")
+
+
+def test_a_row_reads_every_seed_both_sides_ran_whatever_another_rows_run_asked_for(parity, tmp_path):
+    out, readme = tmp_path / "validation.md", tmp_path / "README.md"
+    out.write_text(UNDATED)
+    readme.write_text(README)
+    # ppo mountaincar ran 7 seeds a side earlier; this run trains sac pendulum with 5: the 7-seed row stays whole
+    seven = results("ppo", "mountaincar", [-130.0, -131.0, -129.0, -128.0, -110.0, -120.0, -121.0], [-125.0] * 7)
+    write(parity, out, readme, seven + results("sac", "pendulum", [-130.0] * 5, [-130.0] * 5), "2031-01-02")
+    assert table(out)[" ppo | mountaincar "].startswith("| ppo | mountaincar | 7 |")
+    # a side that ran a seed the other did not (a run cut short): the row reads the seeds both ran
+    cut = [r for r in seven if not (r["lib"] == "sb3" and r["seed"] >= 5)]
+    row = parity.summarize(cut, "ppo", "mountaincar", -110.0, "preset")
+    assert row["thrust"]["finals"] == [-130.0, -131.0, -129.0, -128.0, -110.0] and row["sb3"]["seeds"] == 5
 
 
 def test_a_row_short_of_parity_adds_the_mean_of_its_last_quarters_evaluations_when_each_run_has_three(parity):
