@@ -594,7 +594,8 @@ def markdown(rows: list[dict], kept: dict[str, KeptRow], when: str) -> list[str]
         "more often and stops at the solve) or need a GPU (`gpu`: 4,096 envs, 10M steps). Rows not listed were "
         "not run on this machine (Snake: a CNN for 300k steps, 15-25 min per run per side; the MuJoCo rows, run "
         "only when named, hours: SAC and TD3 at 100k steps, PPO and A2C at their presets' 1M, 10 final episodes; MinAtar's, "
-        "named only too: validation's budgets, DQN 250k and PPO 500k steps, 40 and 16 min per Thrust run there).",
+        "named only too: validation's budgets, DQN 250k and PPO 500k steps; PPO's took 3.5 to 4.7 min a run on "
+        "either side, two at a time, on a 2-core Xeon VM).",
         "",
         *TABLE_HEAD,
         *ordered,
