@@ -177,6 +177,8 @@ def policy_kwargs(algo: str, c: dict, image: bool) -> dict:
     import torch
 
     if image:  # Thrust's small CNN as SB3's features extractor, heads straight on its features
+        from thrust_app.interop.sb3_export import thrust_cnn_extractor
+
         kwargs: dict = {"features_extractor_class": thrust_cnn_extractor(), "net_arch": []}
     else:
         kwargs = {"net_arch": list(c["hidden"])}
@@ -225,24 +227,6 @@ def sb3_action_noise(kind: str, std: float, action_dim: int):
 def linear(start: float):
     """SB3's linear schedule: `start` at the beginning of training, 0 at the end."""
     return lambda progress_remaining: progress_remaining * start
-
-
-def thrust_cnn_extractor() -> type:
-    """Thrust's CNNEncoder as an SB3 features extractor (the same layers, SB3's own init)."""
-    from stable_baselines3.common.torch_layers import BaseFeaturesExtractor
-
-    from thrust_app.nets.policies import CNNEncoder
-
-    class ThrustCNN(BaseFeaturesExtractor):
-        def __init__(self, observation_space) -> None:
-            encoder = CNNEncoder(observation_space.shape)
-            super().__init__(observation_space, encoder.out_dim)
-            self.encoder = encoder
-
-        def forward(self, obs):
-            return self.encoder(obs)
-
-    return ThrustCNN
 
 
 def run_job(job: Job) -> dict:

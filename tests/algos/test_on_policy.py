@@ -13,7 +13,7 @@ import torch
 
 from thrust_app.algos import build_algorithm
 from thrust_app.algos.rollout import Rollout, compute_gae
-from thrust_app.interop.sb3_export import actor_critic_weights
+from thrust_app.interop.sb3_export import actor_critic_weights, shared_cnn_weights, thrust_cnn_extractor
 
 N_ENVS, N_STEPS = 4, 64
 
@@ -92,24 +92,6 @@ def test_one_update_equals_sb3s_on_sb3s_rollout_and_weights(case):
     assert moved > 1e-4  # both learned something: the weights left SB3's initial ones
 
 
-def thrust_cnn_features():
-    """Thrust's small board CNN (the one PPO reads MinAtar with) as an SB3 features extractor."""
-    from stable_baselines3.common.torch_layers import BaseFeaturesExtractor
-
-    from thrust_app.nets.policies import CNNEncoder
-
-    class ThrustCNN(BaseFeaturesExtractor):
-        def __init__(self, observation_space) -> None:
-            encoder = CNNEncoder(observation_space.shape)
-            super().__init__(observation_space, encoder.out_dim)
-            self.encoder = encoder
-
-        def forward(self, obs):
-            return self.encoder(obs)
-
-    return ThrustCNN
-
-
 def test_one_update_through_a_shared_cnn_equals_sb3s():
     # PPO on a board: policy and value heads on one CNN, so both losses (and the one gradient clip) reach its weights
     from thrust_app.envs.gym_adapter import register_envs
@@ -118,18 +100,15 @@ def test_one_update_through_a_shared_cnn_equals_sb3s():
     settings = {"n_steps": N_STEPS, "gamma": 0.99, "gae_lambda": 0.95, "ent_coef": 0.01, "vf_coef": 0.5}
     settings |= {"max_grad_norm": 0.5, "batch_size": N_ENVS * N_STEPS, "n_epochs": 3, "clip_range": 0.1}
     settings |= {"learning_rate": 2.5e-4}
-    sb3_net = {"features_extractor_class": thrust_cnn_features(), "net_arch": [], "activation_fn": torch.nn.ReLU}
+    sb3_net = {"features_extractor_class": thrust_cnn_extractor(), "net_arch": [], "activation_fn": torch.nn.ReLU}
     model = sb3_rollout("ppo", "thrust/MinAtarBreakout-v0", settings | {"policy_kwargs": sb3_net})
     config = settings | {"n_envs": N_ENVS, "activation": "relu", "update": "reference"}
     algo = build_algorithm("ppo", "thrust/MinAtarBreakout-v0", config, torch.device("cpu"), 0)
     assert algo.net.uses_cnn
-    sb3_name = {"encoder": "features_extractor.encoder", "pi_head": "action_net", "vf_head": "value_net"}
-    weights = {name: weight for name, weight in algo.net.named_parameters()}
-    names = {name: sb3_name[name.split(".")[0]] + name[name.index(".") :] for name in weights}
     before = {name: weight.clone() for name, weight in model.policy.state_dict().items()}
     with torch.no_grad():
-        for name, weight in weights.items():
-            weight.copy_(before[names[name]])
+        for name, weight in shared_cnn_weights(algo.net):
+            weight.copy_(before[name])
     rollout = thrust_rollout(model, algo.net)
     advantages, returns = compute_gae(rollout.rewards, rollout.values, rollout.dones, rollout.last_values, 0.99, 0.95)
 
@@ -137,9 +116,7 @@ def test_one_update_through_a_shared_cnn_equals_sb3s():
     algo.update(rollout, advantages, returns)
     model.train()
     learned = model.policy.state_dict()
-    for name, weight in weights.items():
-        torch.testing.assert_close(
-            weight.detach(), learned[names[name]], atol=1e-6, rtol=1e-5, msg=lambda m, n=name: f"{n}: {m}"
-        )
+    for name, weight in shared_cnn_weights(algo.net):
+        torch.testing.assert_close(weight, learned[name], atol=1e-6, rtol=1e-5, msg=lambda m, n=name: f"{n}: {m}")
     first_conv = "features_extractor.encoder.net.0.weight"
     assert float((learned[first_conv] - before[first_conv]).abs().max()) > 1e-4  # the shared CNN learned

@@ -139,6 +139,36 @@ def actor_critic_weights(net: Any) -> Iterator[tuple[str, torch.Tensor]]:
         yield "log_std", net.log_std.detach()
 
 
+def thrust_cnn_extractor() -> type:
+    """Thrust's board CNN (`CNNEncoder`, what PPO and A2C read MinAtar and Snake with) as an SB3 features extractor
+    class. With `net_arch=[]` an SB3 actor-critic on it has the shape of Thrust's for boards, both heads on the one
+    shared CNN, and `shared_cnn_weights` names its tensors. No export uses it: it lets SB3 train beside Thrust on
+    the same network (benches/parity.py, tests/algos/test_on_policy.py)."""
+    from stable_baselines3.common.torch_layers import BaseFeaturesExtractor
+
+    from ..nets.policies import CNNEncoder
+
+    class ThrustCNN(BaseFeaturesExtractor):
+        def __init__(self, observation_space: gym.spaces.Box) -> None:
+            encoder = CNNEncoder(observation_space.shape)
+            super().__init__(observation_space, encoder.out_dim)
+            self.encoder = encoder
+
+        def forward(self, obs: torch.Tensor) -> torch.Tensor:
+            return self.encoder(obs)
+
+    return ThrustCNN
+
+
+def shared_cnn_weights(net: Any) -> Iterator[tuple[str, torch.Tensor]]:
+    """An ActorCritic on a board (`uses_cnn`) as SB3's policy on `thrust_cnn_extractor`: the CNN's tensors under
+    `features_extractor.encoder`, the heads as action_net and value_net (views of the net's own tensors)."""
+    for name, weight in net.encoder.named_parameters():
+        yield f"features_extractor.encoder.{name}", weight.detach()
+    yield from linear_stack("action_net", [net.pi_head], step=1)
+    yield from linear_stack("value_net", [net.vf_head], step=1)
+
+
 def critic_weights(prefix: str, critics: Any) -> Iterator[tuple[str, torch.Tensor]]:
     for i, q in enumerate(critics.qs):
         yield from linear_stack(f"{prefix}.qf{i}", linears(q))
