@@ -86,7 +86,9 @@ def test_start_watch_stop_resume_export(dirs):
     wait_until(lambda: "running: step" in progress_text(at) and at.get("vega_lite_chart") and last_eval() != "—", 90, at)
 
     at.button(key="stop").click().run()
-    wait_until(lambda: progress_text(at).startswith("stopped"), 60, at)
+    # a user clicks Resume once it is enabled: the live panel below the buttons may read "stopped" in the same
+    # refresh whose buttons still saw the process holding its run
+    wait_until(lambda: progress_text(at).startswith("stopped") and not at.button(key="resume").disabled, 60, at)
     stopped_at = jobs.progress(jobs.list_runs()[0])["step"]
     assert (run.path / "last.pt").exists() and 0 < stopped_at < 300_000
 
@@ -104,6 +106,19 @@ def test_start_watch_stop_resume_export(dirs):
     assert (dirs / "export" / run.name / "policy.onnx").exists()
     link = at.get("link_button")[0].proto
     assert link.url.startswith("http://127.0.0.1:") and f"?bundle={run.name}" in link.url
+
+
+def test_a_run_launched_before_it_writes_its_config_leaves_the_runs_tab_whole(dirs):
+    # the moment after Start: the dashboard wrote launched.json, the training process has not yet written config.json
+    from thrust_app.training.trainer import train
+
+    train("ppo", "bandit", timesteps=256, run_dir=dirs / "runs" / "old", eval_episodes=1, progress=False, log=lambda _: None)
+    launched = dirs / "runs" / "new"
+    launched.mkdir()
+    request = {"algo": "ppo", "env": "bandit", "timesteps": 300_000, "seed": 0, "device": "cpu"}
+    (launched / jobs.LAUNCH_FILE).write_text(json.dumps(request | {"launched_at": time.time()}))
+    at = new_app()  # no exception in any tab
+    assert at.selectbox(key="yaml-run").options == ["old"]  # the YAML of a run whose settings are written
 
 
 def test_delete_needs_confirmation(dirs):

@@ -77,6 +77,9 @@ def zoo_yaml_download(runs: list[jobs.RunInfo]) -> None:
     """A run's settings as an rl-baselines3-zoo hyperparameter file."""
     from thrust_app.training.zoo_yaml import to_zoo_yaml
 
+    runs = [r for r in runs if "config" in r.config]  # a run just launched has its settings once it writes config.json
+    if not runs:
+        return
     name = st.selectbox("Settings of run, as rl-zoo YAML", [r.name for r in runs], key="yaml-run")
     info = next(r for r in runs if r.name == name)
     st.download_button("Download YAML", to_zoo_yaml(info.config), f"{name}.yml", "application/x-yaml", key="yaml")
