@@ -381,18 +381,17 @@ def steps_to_target(run: dict, target: float | None) -> int | None:
 LATE_SHARE, LATE_EVALS = 0.75, 3
 
 
-def late_mean(run: dict) -> float | None:
-    """The mean of a run's evaluations in the last quarter of its budget; None with fewer than LATE_EVALS there."""
-    late = [mean for step, mean in run["evals"] if step > LATE_SHARE * run["steps"]]
-    return statistics.fmean(late) if len(late) >= LATE_EVALS else None
+def late_evals(run: dict) -> list[float]:
+    """A run's evaluations in the last quarter of its budget."""
+    return [mean for step, mean in run["evals"] if step > LATE_SHARE * run["steps"]]
 
 
 def late_read(thrust: list[dict], sb3: list[dict]) -> dict | None:
     """Both sides' late means per seed, their IQMs and P(Thrust >= SB3) on them; None where a run has too few."""
-    late = {lib: [late_mean(run) for run in runs] for lib, runs in (("thrust", thrust), ("sb3", sb3))}
-    if any(value is None for values in late.values() for value in values):
+    evals = min(len(late_evals(run)) for run in thrust + sb3)
+    if evals < LATE_EVALS:
         return None
-    evals = min(sum(step > LATE_SHARE * run["steps"] for step, _ in run["evals"]) for run in thrust + sb3)
+    late = {lib: [statistics.fmean(late_evals(run)) for run in runs] for lib, runs in (("thrust", thrust), ("sb3", sb3))}
     iqm = {lib: group_stats(lib, values).iqm for lib, values in late.items()}
     return {"evals": evals, **late, "iqm": iqm, "p": probability_of_improvement(late["thrust"], late["sb3"])[0]}
 
