@@ -1,9 +1,14 @@
-"""A2C's and PPO's learning step against Stable-Baselines3's on the same work: SB3 collects a rollout with its
-own policy, Thrust's net takes that policy's weights, and both learn from the one rollout; GAE, the losses, the
-gradient clip and the optimizer (PPO's Adam over several epochs, A2C's RMSprop) must leave the same weights.
+"""A2C's and PPO's collection and learning step against Stable-Baselines3's on the same work: SB3 collects a
+rollout with its own policy, Thrust's net takes that policy's weights, and
 
-The rollout is one minibatch per epoch (batch_size = n_steps x n_envs), so the two libraries' minibatch
-orders (numpy's permutation, torch's) cannot part them: what is compared is the update itself."""
+- both learn from the one rollout; GAE, the losses, the gradient clip and the optimizer (PPO's Adam over several
+  epochs, A2C's RMSprop) must leave the same weights. The rollout is one minibatch per epoch (batch_size =
+  n_steps x n_envs), so the two libraries' minibatch orders (numpy's permutation, torch's) cannot part them:
+  what is compared is the update itself;
+- Thrust collects its own rollout on its own vec env from the same env seeds, acting SB3's recorded actions:
+  the observations, rewards (with the bootstraps of cut episodes), ends, log-probabilities, values and GAE must
+  be SB3's, step for step. The draws themselves differ (SB3 samples with torch.multinomial, Thrust by
+  Gumbel-max); that both draw from the same distribution is the log-probabilities being equal."""
 
 from __future__ import annotations
 
@@ -12,7 +17,10 @@ import pytest
 import torch
 
 from thrust_app.algos import build_algorithm
-from thrust_app.algos.rollout import Rollout, compute_gae
+from thrust_app.algos.rollout import Rollout, collect_rollout, compute_gae
+from thrust_app.envs.batched import make_batched
+from thrust_app.envs.pipeline import Pipeline, register_on_demand
+from thrust_app.envs.tensors import EnvIO
 from thrust_app.interop.sb3_export import actor_critic_weights, shared_cnn_weights, thrust_cnn_extractor
 
 N_ENVS, N_STEPS = 4, 64
@@ -29,16 +37,20 @@ PPO = {"batch_size": N_ENVS * N_STEPS, "n_epochs": 3, "clip_range": 0.2, "learni
 A2C = {"learning_rate": 7e-4}
 
 
-def sb3_rollout(algo: str, env_id: str, settings: dict):
-    """SB3's model after collecting one rollout of N_STEPS x N_ENVS with its initial policy."""
+def sb3_rollout(algo: str, env_id: str, settings: dict, pipeline: Pipeline | None = None, n_steps: int = N_STEPS):
+    """SB3's model after collecting one rollout of n_steps x N_ENVS with its initial policy, on `env_id` in
+    Thrust's observation `pipeline` as training makes it."""
     import stable_baselines3 as sb3
     from stable_baselines3.common.env_util import make_vec_env
 
+    pipeline = pipeline or Pipeline()
+    wrap = lambda env: pipeline.wrap(env, training=True)  # noqa: E731
+    env = make_vec_env(env_id, n_envs=N_ENVS, seed=0, env_kwargs=pipeline.make_kwargs(env_id), wrapper_class=wrap)
     model_class = {"ppo": sb3.PPO, "a2c": sb3.A2C}[algo]
-    model = model_class("MlpPolicy", make_vec_env(env_id, n_envs=N_ENVS, seed=0), seed=0, device="cpu", **settings)
-    _, callback = model._setup_learn(N_ENVS * N_STEPS, None)
+    model = model_class("MlpPolicy", env, seed=0, device="cpu", **settings)
+    _, callback = model._setup_learn(N_ENVS * n_steps, None)
     callback.on_training_start(locals(), globals())
-    model.collect_rollouts(model.env, callback, model.rollout_buffer, n_rollout_steps=N_STEPS)
+    model.collect_rollouts(model.env, callback, model.rollout_buffer, n_rollout_steps=n_steps)
     return model
 
 
@@ -120,3 +132,66 @@ def test_one_update_through_a_shared_cnn_equals_sb3s():
         torch.testing.assert_close(weight, learned[name], atol=1e-6, rtol=1e-5, msg=lambda m, n=name: f"{n}: {m}")
     first_conv = "features_extractor.encoder.net.0.weight"
     assert float((learned[first_conv] - before[first_conv]).abs().max()) > 1e-4  # the shared CNN learned
+
+
+class ReplayedActions:
+    """Thrust's net acting given actions in turn (SB3's, as its rollout recorded them): what a rollout records of
+    each is this net's log-probability and value; everything else is the net's own."""
+
+    def __init__(self, net, actions: torch.Tensor) -> None:
+        self.net, self.actions, self.step = net, actions, 0
+
+    def sample(self, obs: torch.Tensor, mask: torch.Tensor | None = None):
+        action = self.actions[self.step]
+        self.step += 1
+        log_prob, _, value = self.net.evaluate_actions(obs, action, mask)
+        return action, log_prob, value
+
+    def __getattr__(self, name: str):
+        return getattr(self.net, name)
+
+
+#: (env, Thrust's observation pipeline, steps per env): a board through MinAtar's pipeline (the PPO MinAtar
+#: parity row's env), categorical actions on a vector, and Gaussian ones whose episodes are all cut by the
+#: time limit at 200 steps, so that the bootstrap of a cut episode is compared too.
+COLLECTIONS = {
+    "minatar-breakout": ("MinAtar/Breakout-v1", Pipeline("minatar"), 160),
+    "cartpole": ("CartPole-v1", Pipeline(), N_STEPS),
+    "pendulum-time-limit": ("Pendulum-v1", Pipeline(), 256),
+}
+
+
+@pytest.mark.parametrize("case", list(COLLECTIONS))
+def test_a_rollout_equals_sb3s_from_the_same_weights_env_seeds_and_actions(case):
+    env_id, pipeline, n_steps = COLLECTIONS[case]
+    register_on_demand(env_id)
+    settings = {"n_steps": n_steps, "gamma": 0.99, "gae_lambda": 0.95, "batch_size": 64}
+    config = settings | {"n_envs": N_ENVS, "env_wrapper": pipeline.wrapper}
+    image = pipeline.wrapper == "minatar"
+    sb3_net = {"features_extractor_class": thrust_cnn_extractor(), "net_arch": []} if image else {"net_arch": [64, 64]}
+    sb3_net["activation_fn"] = torch.nn.ReLU
+    model = sb3_rollout("ppo", env_id, settings | {"policy_kwargs": sb3_net}, pipeline, n_steps)
+    algo = build_algorithm("ppo", env_id, config | {"activation": "relu", "hidden": [64, 64]}, torch.device("cpu"), 0)
+    sb3_weights = model.policy.state_dict()
+    with torch.no_grad():
+        for name, weight in (shared_cnn_weights if image else actor_critic_weights)(algo.net):
+            weight.copy_(sb3_weights[name])
+    buffer = model.rollout_buffer
+    actions = torch.as_tensor(buffer.actions[..., 0]).long() if algo.net.discrete else torch.as_tensor(buffer.actions)
+
+    env = make_batched(env_id, N_ENVS, seed=0, pipeline=pipeline, check_actions=False)
+    env_io = EnvIO(torch.device("cpu"))
+    rollout, _ = collect_rollout(env, env_io, env_io.reset(env), ReplayedActions(algo.net, actions), n_steps, 0.99)
+    env.close()
+
+    sb3_dones = np.concatenate([buffer.episode_starts[1:], model._last_episode_starts[None]])
+    close = lambda ours, theirs, **tol: torch.testing.assert_close(ours, torch.as_tensor(np.asarray(theirs)), **tol)  # noqa: E731
+    close(rollout.obs, buffer.observations, atol=0, rtol=0)
+    close(rollout.dones, sb3_dones.astype(np.float32), atol=0, rtol=0)
+    assert rollout.dones.sum() >= 1  # episodes ended within the rollout, so the resets are compared too
+    close(rollout.log_probs, buffer.log_probs, atol=1e-5, rtol=1e-5)
+    close(rollout.values, buffer.values, atol=1e-5, rtol=1e-5)
+    close(rollout.rewards, buffer.rewards, atol=1e-5, rtol=1e-5)  # a cut episode's reward + gamma V(s_cut)
+    advantages, returns = compute_gae(rollout.rewards, rollout.values, rollout.dones, rollout.last_values, 0.99, 0.95)
+    close(advantages, buffer.advantages, atol=1e-4, rtol=1e-5)
+    close(returns, buffer.returns, atol=1e-4, rtol=1e-5)
