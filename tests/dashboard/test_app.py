@@ -121,6 +121,26 @@ def test_a_run_launched_before_it_writes_its_config_leaves_the_runs_tab_whole(di
     assert at.selectbox(key="yaml-run").options == ["old"]  # the YAML of a run whose settings are written
 
 
+def test_the_live_panel_shows_the_status_its_stop_and_resume_buttons_saw(dirs, monkeypatch):
+    # a run whose process ends between two reads of the runs folder: each read here alternates between "running"
+    # and "stopped", so a panel that read the folder again below the buttons would show the other one
+    import dataclasses
+
+    from thrust_app.training.trainer import train
+
+    train("ppo", "bandit", timesteps=256, run_dir=dirs / "runs" / "old", eval_episodes=1, progress=False, log=lambda _: None)
+    (dirs / "runs" / "old" / "last.pt").touch()  # a checkpoint to resume from
+    list_runs, reads = jobs.list_runs, iter(["running", "stopped"] * 100)
+    monkeypatch.setattr(jobs, "list_runs", lambda *a: [dataclasses.replace(r, status=next(reads)) for r in list_runs(*a)])
+    at, seen = new_app(), set()
+    for _ in range(4):
+        at.run()
+        shown, resume = progress_text(at).split(":")[0], at.button(key="resume")
+        assert (shown, resume.disabled) in (("running", True), ("stopped", False)), (shown, resume.disabled)
+        seen.add(shown)
+    assert seen == {"running", "stopped"}
+
+
 def test_delete_needs_confirmation(dirs):
     from thrust_app.training.trainer import train
 

@@ -65,12 +65,9 @@ def panel_controls() -> None:
     columns[2].radio("x axis", ["step", "wall-clock"], horizontal=True, key="panel-x")
 
 
-def live_panel(info_name: str) -> None:
-    runs = {r.name: r for r in jobs.list_runs()}
-    info = runs.get(info_name)
-    if info is None:
-        st.warning(f"{info_name} no longer exists.")
-        return
+def live_panel(info: jobs.RunInfo) -> None:
+    """The run's progress, figures, curves and, for a failed run, its log: from the same read of its status as the
+    Stop and Resume buttons above it, so the two never disagree within one refresh."""
     p = jobs.progress(info)
     eta = f" · ETA {p['eta_s']:.0f} s" if p["eta_s"] is not None else ""
     sps = f" · {p['sps']:,.0f} steps/s" if p["sps"] else ""
@@ -125,4 +122,4 @@ def training_tab() -> None:
         st.toast(f"Resuming {info.name}…")
     notes_form(info)
     panel_controls()
-    live_panel(info.name)
+    live_panel(info)
