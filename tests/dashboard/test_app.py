@@ -86,8 +86,7 @@ def test_start_watch_stop_resume_export(dirs):
     wait_until(lambda: "running: step" in progress_text(at) and at.get("vega_lite_chart") and last_eval() != "—", 90, at)
 
     at.button(key="stop").click().run()
-    # a user clicks Resume once it is enabled: the live panel below the buttons may read "stopped" in the same
-    # refresh whose buttons still saw the process holding its run
+    # a user clicks Resume once it is enabled
     wait_until(lambda: progress_text(at).startswith("stopped") and not at.button(key="resume").disabled, 60, at)
     stopped_at = jobs.progress(jobs.list_runs()[0])["step"]
     assert (run.path / "last.pt").exists() and 0 < stopped_at < 300_000
