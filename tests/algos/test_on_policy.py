@@ -8,7 +8,8 @@ rollout with its own policy, Thrust's net takes that policy's weights, and
 - Thrust collects its own rollout on its own vec env from the same env seeds, acting SB3's recorded actions:
   the observations, rewards (with the bootstraps of cut episodes), ends, log-probabilities, values and GAE must
   be SB3's, step for step. The draws themselves differ (SB3 samples with torch.multinomial, Thrust by
-  Gumbel-max); that both draw from the same distribution is the log-probabilities being equal."""
+  Gumbel-max); that both draw from the same distribution is the log-probabilities being equal;
+- and each library's own initial weights are drawn alike (the same orthogonal gains layer by layer)."""
 
 from __future__ import annotations
 
@@ -195,3 +196,25 @@ def test_a_rollout_equals_sb3s_from_the_same_weights_env_seeds_and_actions(case)
     advantages, returns = compute_gae(rollout.rewards, rollout.values, rollout.dones, rollout.last_values, 0.99, 0.95)
     close(advantages, buffer.advantages, atol=1e-4, rtol=1e-5)
     close(returns, buffer.returns, atol=1e-4, rtol=1e-5)
+
+
+@pytest.mark.parametrize("image", [True, False])
+def test_the_initial_weights_are_drawn_as_sb3_draws_them(image):
+    # SB3's ortho_init: every layer orthogonal with its gain (sqrt 2 for the encoder and towers, 0.01 for the action
+    # head, 1 for the value head), so each weight's singular values all equal that gain, and zero biases
+    from thrust_app.envs.gym_adapter import register_envs
+
+    register_envs()
+    env_id = "thrust/MinAtarBreakout-v0" if image else "CartPole-v1"
+    sb3_net = {"features_extractor_class": thrust_cnn_extractor(), "net_arch": []} if image else {"net_arch": [64, 64]}
+    model = sb3_rollout("ppo", env_id, {"n_steps": 8, "batch_size": 32, "policy_kwargs": sb3_net}, n_steps=8)
+    algo = build_algorithm("ppo", env_id, {"n_envs": N_ENVS, "hidden": [64, 64]}, torch.device("cpu"), 0)
+    sb3_weights = model.policy.state_dict()
+    for name, weight in (shared_cnn_weights if image else actor_critic_weights)(algo.net):
+        theirs = sb3_weights[name]
+        if weight.dim() == 1:
+            assert not weight.any() and not theirs.any(), name
+            continue
+        ours, gains = (torch.linalg.svdvals(w.reshape(w.shape[0], -1)) for w in (weight.detach(), theirs))
+        torch.testing.assert_close(ours, gains, atol=1e-4, rtol=1e-4, msg=lambda m, n=name: f"{n}: {m}")
+        assert not torch.equal(weight, theirs)  # drawn, not copied: the two libraries' own random streams
