@@ -3,10 +3,11 @@
 Each row is one (algorithm, env) preset (the rows of benches/validation.py). Thrust trains with the
 preset; SB3 2.9.2 trains with the same values, translated field by field from Thrust's resolved config
 (`sb3_settings`), on gymnasium's env where Thrust's is its twin (CartPole-v1, Pendulum-v1) and on
-Thrust's own registered gymnasium env otherwise (bandit, Snake; Snake's CNN is Thrust's, handed to SB3
-as its features extractor). A setting SB3 cannot express is named under the table, never dropped
-silently. Both sides evaluate with the same function on the same seeds: 10 deterministic episodes every
-5k steps (500 on the bandit), and the final policy on 50 fresh episodes (1000 on the bandit).
+Thrust's own registered gymnasium env otherwise (bandit, the card game, Snake; Snake's CNN is Thrust's,
+handed to SB3 as its features extractor; the card game's action masks go to sb3-contrib's MaskablePPO).
+A setting SB3 cannot express is named under the table, never dropped silently. Both sides evaluate with
+the same function on the same seeds: 10 deterministic episodes every 5k steps (500 on the bandit), and the
+final policy on 50 fresh episodes (1000 on the bandit).
 
 Per row, over the seeds: the final-eval IQM (interquartile mean, rliable's aggregate) of each side with
 its 95% percentile-bootstrap CI, P(Thrust >= SB3) (rliable's probability of improvement: the share of
@@ -24,6 +25,7 @@ already has and this machine's results lack (run elsewhere, or not named by `--o
     python benches/parity.py --only dqn:cartpole --thrust-set double_dqn=True --label double   # an A/B variant
     python benches/parity.py --only ppo:HalfCheetah-v5 sac:Hopper-v5 --seeds 3    # MuJoCo rows, named only
     python benches/parity.py --only recurrent_ppo:cartpole-novel     # against sb3-contrib's RecurrentPPO
+    python benches/parity.py --only ppo:cards     # action masks: against sb3-contrib's MaskablePPO
 """
 
 from __future__ import annotations
@@ -68,7 +70,10 @@ CLASSIC = [
     ("ppo", "mountaincar", -110.0, "eval >= -110 (gymnasium's threshold) within 1M steps"),
     ("ppo", "mountaincar-continuous", 90.0, "eval >= 90 (gymnasium's threshold) within 20k steps"),
 ]
-ROWS = PAIRED + CLASSIC + RECURRENT + GOAL_ROWS + NAMED_ONLY
+#: sb3-contrib's MaskablePPO against Thrust's PPO on an env with action masks (Thrust's card game, its `action_masks()`
+#: read by both; a move outside the hand scores -1).
+MASKED = [("ppo", "cards", 19.0, "eval >= 19 of 20 turns within 12,288 steps (random legal play: about 6.7)")]
+ROWS = PAIRED + CLASSIC + RECURRENT + MASKED + GOAL_ROWS + NAMED_ONLY
 #: Named presets with settings of their own (not only another evaluation interval), run with the rows above.
 PRESET_ROWS = [("dqn", "cartpole", 475.0, "annealed")]
 
@@ -76,7 +81,7 @@ PRESET_ROWS = [("dqn", "cartpole", 475.0, "annealed")]
 FINAL_EPISODES = {"bandit": 1000} | dict.fromkeys(MUJOCO, 10)
 FINAL_SEED = 2_000_000
 EVAL_EVERY = (
-    {"bandit": 500, "FetchReach-v4": 2000, "mountaincar-continuous": 1000}
+    {"bandit": 500, "FetchReach-v4": 2000, "mountaincar-continuous": 1000, "cards": 1000}
     | dict.fromkeys((*MUJOCO, "acrobot", "mountaincar"), 50_000)
     | dict.fromkeys((env for _, env, _, _ in PAIRS if env.startswith("MinAtar/")), 25_000)
 )
@@ -150,12 +155,17 @@ SAME_NAMES = {
 SAME_NAMES["recurrent_ppo"] = SAME_NAMES["ppo"]
 
 
-def sb3_settings(algo: str, config: dict, image: bool, action_dim: int = 1) -> tuple[dict, int, list[str]]:
-    """(SB3 constructor kwargs, n_envs, the settings SB3 cannot express) for a Thrust config."""
+def sb3_settings(
+    algo: str, config: dict, image: bool, action_dim: int = 1, masked: bool = False
+) -> tuple[dict, int, list[str]]:
+    """(SB3 constructor kwargs, n_envs, the settings SB3 cannot express) for a Thrust config; `masked`: for
+    sb3-contrib's MaskablePPO (an env with action masks), which has no gSDE and no Gaussian's log_std_init."""
     c = config
     kwargs = {key: c[key] for key in SAME_NAMES[algo]} | {"gamma": c["gamma"]}
     kwargs["learning_rate"] = schedule(c["learning_rate"], c["lr_schedule"])
     kwargs["policy_kwargs"] = policy_kwargs(algo, c, image)
+    if masked:
+        del kwargs["use_sde"], kwargs["sde_sample_freq"], kwargs["policy_kwargs"]["log_std_init"]
     if algo in ("ppo", "recurrent_ppo"):
         kwargs["clip_range"] = schedule(c["clip_range"], c["clip_schedule"])
         kwargs |= {"clip_range_vf": c["clip_range_vf"] or None, "target_kl": c["target_kl"] or None}
@@ -169,7 +179,7 @@ def sb3_settings(algo: str, config: dict, image: bool, action_dim: int = 1) -> t
 
         her = {"n_sampled_goal": c["n_sampled_goal"], "goal_selection_strategy": c["goal_selection_strategy"]}
         kwargs |= {"replay_buffer_class": HerReplayBuffer, "replay_buffer_kwargs": her}
-    return kwargs, c["n_envs"], sb3_gaps(algo, c)
+    return kwargs, c["n_envs"], sb3_gaps(algo, c, masked)
 
 
 def policy_kwargs(algo: str, c: dict, image: bool) -> dict:
@@ -194,9 +204,11 @@ def policy_kwargs(algo: str, c: dict, image: bool) -> dict:
     return kwargs
 
 
-def sb3_gaps(algo: str, c: dict) -> list[str]:
+def sb3_gaps(algo: str, c: dict, masked: bool = False) -> list[str]:
     """The Thrust settings in `c` that SB3 cannot express, one line each."""
     gaps = []
+    if masked and c["use_sde"]:
+        gaps.append("use_sde=True (sb3-contrib's MaskablePPO has no gSDE)")
     if algo == "dqn" and c["double_dqn"]:
         gaps.append("double_dqn=True (SB3's DQN has no double-Q target)")
     if algo == "dqn" and c["loss"] != "huber":
@@ -314,12 +326,14 @@ def sb3_model(job: Job, thrust_env: str, config: dict):
     gymnasium twin of Thrust's env, in the preset's pipeline (MinAtar's channels first, Atari's preprocessing) and
     in VecNormalize when the preset normalises. Returns (model, its deterministic
     policy on raw observations, what SB3 cannot express, the gymnasium env id)."""
+    import gymnasium as gym
+    import numpy as np
     import stable_baselines3 as sb3
     from stable_baselines3.common.env_util import make_vec_env
     from stable_baselines3.common.logger import Logger
     from stable_baselines3.common.vec_env import VecNormalize
 
-    from thrust_app.envs import env_observation_parts, env_spaces
+    from thrust_app.envs import env_observation_parts, env_parted_space, env_spaces
     from thrust_app.envs.gym_adapter import register_envs
     from thrust_app.envs.pipeline import Pipeline, register_on_demand
 
@@ -329,8 +343,10 @@ def sb3_model(job: Job, thrust_env: str, config: dict):
     pipeline = Pipeline.of(config)
     obs_space, action_space = env_spaces(thrust_env, pipeline)
     parts = env_observation_parts(thrust_env) if len(obs_space.shape) == 1 else None  # a Dict: SB3 reads it whole
+    dict_space = env_parted_space(thrust_env) if parts else None
     action_dim = math.prod(getattr(action_space, "shape", ()) or (1,))
-    kwargs, n_envs, gaps = sb3_settings(job.algo, config, len(obs_space.shape) == 3, action_dim)
+    masked = offers_masks(env_id)
+    kwargs, n_envs, gaps = sb3_settings(job.algo, config, len(obs_space.shape) == 3, action_dim, masked)
 
     def normalize(obs):  # raw observations as the model sees them (VecNormalize's statistics as they are)
         return env.normalize_obs(as_dict(obs)) if config["normalize"] else as_dict(obs)
@@ -338,11 +354,12 @@ def sb3_model(job: Job, thrust_env: str, config: dict):
     def as_dict(obs):  # Thrust's flat observations (a batch) as the env's Dict, for SB3's MultiInputPolicy
         if not parts:
             return obs
-        ends = [sum(part.size for part in parts[: i + 1]) for i in range(len(parts))]
-        return {part.name.removeprefix("obs."): obs[:, end - part.size : end] for part, end in zip(parts, ends, strict=True)}
+        rows = [gym.spaces.unflatten(dict_space, row) for row in obs]  # a Discrete's one-hot back to its index
+        return {key: np.stack([row[key] for row in rows]) for key in dict_space}
 
-    def act(obs):  # the deterministic policy; a recurrent one's carries its memory (RecurrentPredict, below)
-        return model.predict(normalize(obs), deterministic=True)[0]
+    def act(obs, masks=None):  # the deterministic policy (among the allowed actions where the env masks them)
+        allowed = {} if masks is None else {"action_masks": masks}
+        return model.predict(normalize(obs), deterministic=True, **allowed)[0]
 
     # the env as Thrust's training makes it: Thrust's pipeline with its training-only steps (Atari's lives, reward sign)
     wrap = lambda env: pipeline.wrap(env, training=True)  # noqa: E731
@@ -357,16 +374,32 @@ def sb3_model(job: Job, thrust_env: str, config: dict):
             gamma=config["gamma"],
             epsilon=config["norm_epsilon"],
         )
-    if job.algo == "recurrent_ppo":
+    policy = "MultiInputPolicy" if parts else "MlpPolicy"
+    if job.algo == "recurrent_ppo":  # a recurrent policy's act carries its memory (RecurrentPredict)
         import sb3_contrib
 
         model = sb3_contrib.RecurrentPPO("MlpLstmPolicy", env, seed=job.seed, device="cpu", verbose=0, **kwargs)
         act = RecurrentPredict(model, normalize)
+    elif masked:
+        import sb3_contrib
+
+        model = sb3_contrib.MaskablePPO(policy, env, seed=job.seed, device="cpu", verbose=0, **kwargs)
     else:
-        policy = "MultiInputPolicy" if parts else "MlpPolicy"
         model = getattr(sb3, job.algo.upper())(policy, env, seed=job.seed, device="cpu", verbose=0, **kwargs)
     model.set_logger(Logger(None, []))  # SB3's default logger makes a /tmp/SB3-<time> folder on every learn()
     return model, act, gaps, env_id
+
+
+def offers_masks(env_id: str) -> bool:
+    """True for an env with an `action_masks()` method, the way sb3-contrib's MaskablePPO reads its masks."""
+    from thrust_app.envs import make_env
+    from thrust_app.envs.vec import has_mask_method
+
+    env = make_env(env_id)
+    try:
+        return has_mask_method(env)
+    finally:
+        env.close()
 
 
 # ---------------------------------------------------------------------------------------------- statistics
@@ -563,14 +596,16 @@ def markdown(rows: list[dict], kept: dict[str, KeptRow], when: str) -> list[str]
         f"{host}; CPU, 1 torch thread per run, two runs in parallel, the same seeds on both sides. Thrust trains with "
         f"its preset, SB3 {sb3_version()} with the same values translated field by field (`sb3_settings` in the "
         "script), on gymnasium's CartPole-v1 / Pendulum-v1 / Acrobot-v1 / MountainCar(Continuous) where Thrust's "
-        "env is their twin (Thrust's own bandit and Snake, registered with gymnasium), and gymnasium-robotics' "
+        "env is their twin (Thrust's own bandit, card game and Snake, registered with gymnasium; the card game's action "
+        "masks through sb3-contrib's MaskablePPO), and gymnasium-robotics' "
         "FetchReach-v4 with HER (SB3's HerReplayBuffer and MultiInputPolicy), MinAtar's Breakout in Thrust's pipeline "
         "(the grid channels first; Thrust's CNN as SB3's features extractor); a preset with `normalize: true` runs "
         "SB3 under VecNormalize with the same settings. "
         "Final eval: 50 fresh episodes (1000 on the bandit); IQM: interquartile mean over seeds, with a 95% "
         "bootstrap CI; *P(Thrust >= SB3)*: share of seed pairs where Thrust's final eval is at least SB3's "
         "(ties count one half); *ends at target*: seeds whose final eval reached the row's target (validation.py's); "
-        "*steps to target*: the first evaluation (every 5k steps; 500 on the bandit, 1k on MountainCarContinuous, 50k on "
+        "*steps to target*: the first evaluation (every 5k steps; 500 on the bandit, 1k on MountainCarContinuous and the "
+        "card game, 50k on "
         "Acrobot and MountainCar, 25k on MinAtar) that reached it; *parity*: "
         "P >= 0.5 and Thrust's IQM inside or above SB3's CI. A named preset with settings of its own has its row "
         "(`annealed`, both sides on its settings); the others train with these rows' settings (`fast` evaluates "
@@ -702,7 +737,7 @@ def main() -> None:
     if args.thrust_set and args.label == "preset":
         parser.error("--thrust-set needs a --label naming the variant (the preset's own rows keep 'preset')")
     named = lambda algo, env: f"{algo}:{env}" in (args.only or ())  # noqa: E731
-    everyday = PAIRED + CLASSIC + RECURRENT + GOAL_ROWS
+    everyday = PAIRED + CLASSIC + RECURRENT + MASKED + GOAL_ROWS
     pairs = [(algo, env, "default") for algo, env, _, _ in everyday if not args.only or named(algo, env)]
     pairs += [(algo, env, "default") for algo, env, _, _ in NAMED_ONLY if named(algo, env)]
     pairs += [(algo, env, preset) for algo, env, _, preset in PRESET_ROWS if not args.only or named(algo, env)]

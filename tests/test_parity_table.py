@@ -216,6 +216,22 @@ def test_sb3s_side_of_a_minatar_row_trains_and_acts_in_thrusts_pipeline(parity):
     assert len(result.returns) == 2
 
 
+def test_sb3s_side_of_the_masked_row_is_maskable_ppo_and_plays_only_allowed_moves(parity):
+    """The card game (a Dict observation with a Discrete part, and action masks): SB3's side is sb3-contrib's
+    MaskablePPO reading the env's `action_masks()`, and its deterministic policy, handed Thrust's flat observations
+    and the masks by Thrust's evaluation, plays only cards in the hand (a card outside it scores -1, so an
+    untrained policy blind to the masks ends most games below 0)."""
+    from thrust_app.envs.pipeline import Pipeline
+    from thrust_app.training.evaluation import evaluate
+
+    job = parity.Job("ppo", "cards", "sb3", seed=0)
+    env, config, _ = parity.thrust_config(job.algo, job.env, [])
+    model, act, gaps, env_id = parity.sb3_model(job, env, config)
+    assert type(model).__name__ == "MaskablePPO" and gaps == []
+    result = evaluate(act, env_id, 5, seed=0, pipeline=Pipeline.of(config))
+    assert min(result.returns) >= 0, result.returns
+
+
 def test_readme_gains_a_row_per_mujoco_env_with_each_algorithms_iqm_against_sb3s(parity, tmp_path):
     out, readme = tmp_path / "validation.md", tmp_path / "README.md"
     out.write_text(UNDATED)
