@@ -55,6 +55,14 @@ PAIRED = [pair for pair in PAIRS if not pair[1].startswith("MinAtar/")]
 MUJOCO = ("HalfCheetah-v5", "Hopper-v5", "Walker2d-v5", "Ant-v5", "Humanoid-v5")
 NAMED_ONLY = [(algo, env, None, "reported") for env in MUJOCO for algo in ("ppo", "a2c", "sac", "td3")]
 NAMED_ONLY += [pair for pair in PAIRS if pair[1].startswith("MinAtar/")]
+#: ... and the presets whose runs take half an hour or more on either side: recurrent PPO on PendulumNoVel (an LSTM
+#: over 100k steps; validation's Thrust runs took about 28 min each), TD3 and DDPG on MountainCarContinuous (the
+#: zoo's 300k steps, one gradient step of a 400x300 net per env step).
+NAMED_ONLY += [
+    ("recurrent_ppo", "pendulum-novel", -300.0, "eval >= -300 within 100k steps"),
+    ("td3", "mountaincar-continuous", 90.0, "eval >= 90 (gymnasium's threshold) within 300k steps"),
+    ("ddpg", "mountaincar-continuous", 90.0, "eval >= 90 (gymnasium's threshold) within 300k steps"),
+]
 #: Step budgets below the preset's: the MuJoCo rows of SAC and TD3 at 100k steps (the presets' 1M is a day per row
 #: here); PPO and A2C train their presets' 1M; MinAtar's rows validation's budgets (the presets' 5M would be days).
 BUDGET = dict.fromkeys([(algo, env) for env in MUJOCO for algo in ("sac", "td3")], 100_000)
@@ -69,6 +77,7 @@ CLASSIC = [
     ("ppo", "acrobot", -100.0, "eval >= -100 (gymnasium's threshold) within 1M steps"),
     ("ppo", "mountaincar", -110.0, "eval >= -110 (gymnasium's threshold) within 1M steps"),
     ("ppo", "mountaincar-continuous", 90.0, "eval >= 90 (gymnasium's threshold) within 20k steps"),
+    ("a2c", "acrobot", -100.0, "eval >= -100 (gymnasium's threshold) within 500k steps"),
 ]
 #: sb3-contrib's MaskablePPO against Thrust's PPO on an env with action masks (Thrust's card game, its `action_masks()`
 #: read by both; a move outside the hand scores -1).
@@ -85,6 +94,8 @@ EVAL_EVERY = (
     | dict.fromkeys((*MUJOCO, "acrobot", "mountaincar"), 50_000)
     | dict.fromkeys((env for _, env, _, _ in PAIRS if env.startswith("MinAtar/")), 25_000)
 )
+#: Where a row evaluates at another interval than its env's other rows: TD3's and DDPG's 300k on MountainCarContinuous.
+EVAL_EVERY_BY_ROW = dict.fromkeys([("td3", "mountaincar-continuous"), ("ddpg", "mountaincar-continuous")], 10_000)
 #: Thrust settings that change how fast it computes, not what it learns: no SB3 counterpart needed.
 SPEED_FIELDS = ("acting", "update", "cuda_graphs")
 
@@ -251,7 +262,7 @@ def run_job(job: Job) -> dict:
 
     torch.set_num_threads(1)
     thrust_env, config, budget = thrust_config(job.algo, job.env, list(job.thrust_set), job.preset)
-    eval_every = EVAL_EVERY.get(job.env, 5000)
+    eval_every = EVAL_EVERY_BY_ROW.get((job.algo, job.env), EVAL_EVERY.get(job.env, 5000))
     evals: list[tuple[int, float]] = []
     start = time.monotonic()
     runner = run_thrust if job.lib == "thrust" else run_sb3
@@ -604,8 +615,8 @@ def markdown(rows: list[dict], kept: dict[str, KeptRow], when: str) -> list[str]
         "Final eval: 50 fresh episodes (1000 on the bandit); IQM: interquartile mean over seeds, with a 95% "
         "bootstrap CI; *P(Thrust >= SB3)*: share of seed pairs where Thrust's final eval is at least SB3's "
         "(ties count one half); *ends at target*: seeds whose final eval reached the row's target (validation.py's); "
-        "*steps to target*: the first evaluation (every 5k steps; 500 on the bandit, 1k on MountainCarContinuous and the "
-        "card game, 50k on "
+        "*steps to target*: the first evaluation (every 5k steps; 500 on the bandit, 1k on MountainCarContinuous (TD3's "
+        "and DDPG's 10k) and the card game, 50k on "
         "Acrobot and MountainCar, 25k on MinAtar) that reached it; *parity*: "
         "P >= 0.5 and Thrust's IQM inside or above SB3's CI. A named preset with settings of its own has its row "
         "(`annealed`, both sides on its settings); the others train with these rows' settings (`fast` evaluates "
