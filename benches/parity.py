@@ -335,8 +335,8 @@ def run_sb3(job: Job, thrust_env, config, budget, eval_every, evals, offset):
 def sb3_model(job: Job, thrust_env: str, config: dict):
     """SB3's (or sb3-contrib's) model for `job`: Thrust's preset translated field by field (`sb3_settings`), on the
     gymnasium twin of Thrust's env, in the preset's pipeline (MinAtar's channels first, Atari's preprocessing) and
-    in VecNormalize when the preset normalises. Returns (model, its deterministic
-    policy on raw observations, what SB3 cannot express, the gymnasium env id)."""
+    in VecNormalize when the preset normalises; on an env with action masks, sb3-contrib's MaskablePPO. Returns
+    (model, its deterministic policy on raw observations, what SB3 cannot express, the gymnasium env id)."""
     import gymnasium as gym
     import numpy as np
     import stable_baselines3 as sb3
@@ -357,6 +357,8 @@ def sb3_model(job: Job, thrust_env: str, config: dict):
     dict_space = env_parted_space(thrust_env) if parts else None
     action_dim = math.prod(getattr(action_space, "shape", ()) or (1,))
     masked = offers_masks(env_id)
+    if masked and job.algo != "ppo":
+        raise ValueError(f"{env_id} masks its actions: sb3-contrib has a masked PPO (MaskablePPO) only, no {job.algo}")
     kwargs, n_envs, gaps = sb3_settings(job.algo, config, len(obs_space.shape) == 3, action_dim, masked)
 
     def normalize(obs):  # raw observations as the model sees them (VecNormalize's statistics as they are)
