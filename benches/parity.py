@@ -84,7 +84,7 @@ CLASSIC = [
 MASKED = [("ppo", "cards", 19.0, "eval >= 19 of 20 turns within 12,288 steps (random legal play: about 6.7)")]
 ROWS = PAIRED + CLASSIC + RECURRENT + MASKED + GOAL_ROWS + NAMED_ONLY
 #: Named presets with settings of their own (not only another evaluation interval), run with the rows above.
-PRESET_ROWS = [("dqn", "cartpole", 475.0, "annealed")]
+PRESET_ROWS = [("dqn", "cartpole", 475.0, "annealed"), ("ppo", "pendulum", -300.0, "no-sde")]
 
 #: Final-evaluation episodes (the bandit's episodes are one step long, so many more of them).
 FINAL_EPISODES = {"bandit": 1000} | dict.fromkeys(MUJOCO, 10)
@@ -621,7 +621,7 @@ def markdown(rows: list[dict], kept: dict[str, KeptRow], when: str) -> list[str]
         "and DDPG's 10k) and the card game, 50k on "
         "Acrobot and MountainCar, 25k on MinAtar) that reached it; *parity*: "
         "P >= 0.5 and Thrust's IQM inside or above SB3's CI. A named preset with settings of its own has its row "
-        "(`annealed`, both sides on its settings); the others train with these rows' settings (`fast` evaluates "
+        "(`annealed`, `no-sde`: both sides on its settings); the others train with these rows' settings (`fast` evaluates "
         "more often and stops at the solve) or need a GPU (`gpu`: 4,096 envs, 10M steps). Rows not listed were "
         "not run on this machine (Snake: a CNN for 300k steps, 15-25 min per run per side; the MuJoCo rows, run "
         "only when named, hours: SAC and TD3 at 100k steps, PPO and A2C at their presets' 1M, 10 final episodes; MinAtar's, "
