@@ -442,6 +442,10 @@ def late_read(thrust: list[dict], sb3: list[dict]) -> dict | None:
     return {"evals": evals, **late, "iqm": iqm, "p": probability_of_improvement(late["thrust"], late["sb3"])[0]}
 
 
+#: The seeds both sides must have run for a row to be written (its CI needs two).
+MIN_SEEDS = 2
+
+
 def summarize(
     results: list[dict], algo: str, env: str, target: float | None, label: str, preset: str = "default"
 ) -> dict | None:
@@ -451,7 +455,7 @@ def summarize(
     side["thrust"] = [r for r in side["thrust"] if r["label"] == label]
     paired = {r["seed"] for r in side["thrust"]} & {r["seed"] for r in side["sb3"]}  # the seeds both sides ran
     side = {lib: [r for r in runs if r["seed"] in paired] for lib, runs in side.items()}
-    if not side["thrust"] or not side["sb3"]:
+    if len(paired) < MIN_SEEDS:  # one seed a side has no interval and no verdict
         return None
     row = {"algo": algo, "env": env, "label": label, "target": target, "preset": preset}
     for lib, runs in side.items():

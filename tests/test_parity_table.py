@@ -151,6 +151,9 @@ def test_a_row_reads_every_seed_both_sides_ran_whatever_another_rows_run_asked_f
     cut = [r for r in seven if not (r["lib"] == "sb3" and r["seed"] >= 5)]
     row = parity.summarize(cut, "ppo", "mountaincar", -110.0, "preset")
     assert row["thrust"]["finals"] == [-130.0, -131.0, -129.0, -128.0, -110.0] and row["sb3"]["seeds"] == 5
+    # one seed both sides ran is no row (no interval, no verdict): it waits for a second
+    assert parity.summarize(seven[:2] + seven[7:9], "ppo", "mountaincar", -110.0, "preset")["thrust"]["seeds"] == 2
+    assert parity.summarize(seven[:1] + seven[7:9], "ppo", "mountaincar", -110.0, "preset") is None
 
 
 def test_a_row_short_of_parity_adds_the_mean_of_its_last_quarters_evaluations_when_each_run_has_three(parity):
