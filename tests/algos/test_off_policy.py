@@ -1,7 +1,8 @@
 """DQN's, SAC's, TD3's and DDPG's learning steps against Stable-Baselines3's on the same work: Thrust's nets take
 an SB3 model's weights and both learn from one minibatch of SB3's replay buffer, drawing their noise (SAC's
 actions, TD3's target smoothing) from one random stream; the weights they end with must agree. Pendulum's
-actions are bounded by +-2: both libraries' critics read them in [-1, 1]."""
+actions are bounded by +-2: both libraries' critics read them in [-1, 1]. DQN also on a board, through the CNN
+the MinAtar parity row trains on both sides."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ import pytest
 import torch
 
 from thrust_app.algos import build_algorithm
-from thrust_app.interop.sb3_export import sb3_weights
+from thrust_app.interop.sb3_export import board_q_weights, sb3_weights, thrust_cnn_extractor
 
 STEPS, BATCH = 4, 64
 SETTINGS = {"batch_size": BATCH, "learning_rate": 1e-3, "gamma": 0.99, "tau": 0.01}
@@ -22,14 +23,14 @@ CASES = {
 }
 
 
-def sb3_model_with_a_full_buffer(algo: str, env_id: str, settings: dict):
+def sb3_model_with_a_full_buffer(algo: str, env_id: str, settings: dict, net: dict | None = None):
     """An SB3 model whose replay buffer holds 300 steps of its warm-up (random actions, no update yet)."""
     import stable_baselines3 as sb3
     from stable_baselines3.common.env_util import make_vec_env
 
     model_class = {"sac": sb3.SAC, "td3": sb3.TD3, "ddpg": sb3.DDPG, "dqn": sb3.DQN}[algo]
     env = make_vec_env(env_id, n_envs=1, seed=0)
-    kwargs = {"policy_kwargs": {"net_arch": [64, 64]}, "learning_starts": 10_000}
+    kwargs = {"policy_kwargs": net or {"net_arch": [64, 64]}, "learning_starts": 10_000}
     model = model_class("MlpPolicy", env, seed=0, device="cpu", **kwargs, **settings)
     model.learn(300)
     return model
@@ -66,3 +67,37 @@ def test_learning_steps_equal_sb3s_on_the_same_minibatch_and_noise(algo_name):
     if algo_name == "sac":
         torch.testing.assert_close(algo.log_alpha.detach(), model.log_ent_coef.detach())
     assert max(float((learned[name] - before[name]).abs().max()) for name in before) > 1e-4  # both learned
+
+
+def test_dqns_learning_step_through_the_board_cnn_equals_sb3s():
+    # DQN on a board (the MinAtar parity row's network): SB3's DQN on Thrust's CNN as its features extractor, the
+    # head straight on its features; both learn from one minibatch with the MinAtar preset's lr and clip
+    from thrust_app.envs.gym_adapter import register_envs
+
+    register_envs()
+    env_id, settings = "thrust/MinAtarBreakout-v0", {"batch_size": 32, "learning_rate": 2.5e-4, "max_grad_norm": 10.0}
+    net = {"features_extractor_class": thrust_cnn_extractor(), "net_arch": []}
+    model = sb3_model_with_a_full_buffer("dqn", env_id, settings | {"gamma": 0.99}, net)
+    batch = model.replay_buffer.sample(32)
+    model.replay_buffer.sample = lambda *args, **kwargs: batch
+    algo = build_algorithm("dqn", env_id, settings | {"gamma": 0.99, "update": "reference"}, torch.device("cpu"), 0)
+    before = {name: weight.clone() for name, weight in model.policy.state_dict().items()}
+    with torch.no_grad():
+        for name, weight in board_q_weights(algo):
+            weight.copy_(before[name])
+    minibatch = (
+        batch.observations,
+        batch.actions.flatten(),
+        batch.rewards.flatten(),
+        batch.next_observations,
+        batch.dones.flatten(),
+    )
+
+    model.train(gradient_steps=STEPS, batch_size=32)
+    for _ in range(STEPS):
+        algo.update(minibatch)
+    learned = model.policy.state_dict()
+    for name, weight in board_q_weights(algo):
+        torch.testing.assert_close(weight, learned[name], atol=1e-6, rtol=1e-5, msg=lambda m, n=name: f"{n}: {m}")
+    first_conv = "q_net.features_extractor.encoder.net.0.weight"
+    assert float((learned[first_conv] - before[first_conv]).abs().max()) > 1e-5  # the CNN learned

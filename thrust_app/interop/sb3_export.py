@@ -169,6 +169,16 @@ def shared_cnn_weights(net: Any) -> Iterator[tuple[str, torch.Tensor]]:
     yield from linear_stack("value_net", [net.vf_head], step=1)
 
 
+def board_q_weights(algo: Algorithm) -> Iterator[tuple[str, torch.Tensor]]:
+    """DQN's online and target Q-networks on a board as SB3's DQN on `thrust_cnn_extractor` with `net_arch=[]`: the
+    CNN's tensors under `features_extractor.encoder`, the head as `q_net.0` (views of the nets' own tensors)."""
+    parts = algo.stateful_parts()
+    for prefix, q in (("q_net", parts["q_net"]), ("q_net_target", parts["target_net"])):
+        for name, weight in q.encoder.named_parameters():
+            yield f"{prefix}.features_extractor.encoder.{name}", weight.detach()
+        yield from linear_stack(f"{prefix}.q_net", [q.head])
+
+
 def critic_weights(prefix: str, critics: Any) -> Iterator[tuple[str, torch.Tensor]]:
     for i, q in enumerate(critics.qs):
         yield from linear_stack(f"{prefix}.qf{i}", linears(q))
