@@ -26,6 +26,7 @@ already has and this machine's results lack (run elsewhere, or not named by `--o
     python benches/parity.py --only ppo:HalfCheetah-v5 sac:Hopper-v5 --seeds 3    # MuJoCo rows, named only
     python benches/parity.py --only recurrent_ppo:cartpole-novel     # against sb3-contrib's RecurrentPPO
     python benches/parity.py --only ppo:cards     # action masks: against sb3-contrib's MaskablePPO
+    python benches/parity.py --only ppo:pendulum:no-sde   # a preset row alone (ppo:pendulum: both rows)
 """
 
 from __future__ import annotations
@@ -742,11 +743,23 @@ def all_rows(results: list[dict]) -> tuple[list[dict], list[dict]]:
     return rows, extra
 
 
+def selected_rows(only: list[str] | None) -> list[tuple[str, str, str]]:
+    """The (algo, env, preset) rows to run: every everyday row and preset row without `only`; with it, the rows
+    it names, "algo:env" naming the env's default row and its preset rows, "algo:env:preset" one preset row."""
+    named = lambda *row: ":".join(row) in (only or ())  # noqa: E731
+    everyday = PAIRED + CLASSIC + RECURRENT + MASKED + GOAL_ROWS
+    rows = [(algo, env, "default") for algo, env, _, _ in everyday if not only or named(algo, env)]
+    rows += [(algo, env, "default") for algo, env, _, _ in NAMED_ONLY if named(algo, env)]
+    presets = [(algo, env, preset) for algo, env, _, preset in PRESET_ROWS]
+    rows += [row for row in presets if not only or named(*row[:2]) or named(*row)]
+    return rows
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seeds", type=int, default=5)
     parser.add_argument("--jobs", type=int, default=2, help="runs in parallel (each uses one torch thread)")
-    parser.add_argument("--only", nargs="*", help="algo:env rows, e.g. dqn:cartpole")
+    parser.add_argument("--only", nargs="*", help="algo:env rows (dqn:cartpole), or one preset's: ppo:pendulum:no-sde")
     parser.add_argument("--thrust-set", nargs="*", default=[], metavar="KEY=VALUE", help="a Thrust variant to A/B")
     parser.add_argument("--label", default="preset", help="the variant's name in the results (with --thrust-set)")
     parser.add_argument("--results", type=Path, default=ROOT / ".bench" / "parity.json")
@@ -755,11 +768,7 @@ def main() -> None:
     args = parser.parse_args()
     if args.thrust_set and args.label == "preset":
         parser.error("--thrust-set needs a --label naming the variant (the preset's own rows keep 'preset')")
-    named = lambda algo, env: f"{algo}:{env}" in (args.only or ())  # noqa: E731
-    everyday = PAIRED + CLASSIC + RECURRENT + MASKED + GOAL_ROWS
-    pairs = [(algo, env, "default") for algo, env, _, _ in everyday if not args.only or named(algo, env)]
-    pairs += [(algo, env, "default") for algo, env, _, _ in NAMED_ONLY if named(algo, env)]
-    pairs += [(algo, env, preset) for algo, env, _, preset in PRESET_ROWS if not args.only or named(algo, env)]
+    pairs = selected_rows(args.only)
     args.results.parent.mkdir(parents=True, exist_ok=True)
     hold_results(args.results)  # one writer per results file, until this process ends
     results = json.loads(args.results.read_text()) if args.results.exists() else []

@@ -201,6 +201,17 @@ def test_a_second_writer_of_the_results_file_is_refused_in_one_line_and_writes_n
     harness.hold_results(results).__exit__(None, None, None)  # free again once the first writer is done
 
 
+def test_only_names_an_envs_rows_or_one_preset_row_alone(parity):
+    """`--only algo:env` runs the env's default row and its preset rows; `algo:env:preset` that preset's row alone
+    (the default row's runs may be long, or kept from another machine); no `--only`: every row but the named-only."""
+    assert parity.selected_rows(["ppo:pendulum"]) == [("ppo", "pendulum", "default"), ("ppo", "pendulum", "no-sde")]
+    assert parity.selected_rows(["ppo:pendulum:no-sde"]) == [("ppo", "pendulum", "no-sde")]
+    assert parity.selected_rows(["ppo:pendulum:annealed"]) == []
+    everything = parity.selected_rows(None)
+    assert ("ppo", "pendulum", "no-sde") in everything and ("dqn", "cartpole", "annealed") in everything
+    assert ("td3", "mountaincar-continuous", "default") not in everything
+
+
 def test_sb3s_side_of_a_minatar_row_trains_and_acts_in_thrusts_pipeline(parity):
     """SB3 sees MinAtar's grid as Thrust's training does (channels first, float), through Thrust's CNN, and its
     deterministic policy acts on the observations Thrust's evaluation hands it."""

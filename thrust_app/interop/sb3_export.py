@@ -140,10 +140,11 @@ def actor_critic_weights(net: Any) -> Iterator[tuple[str, torch.Tensor]]:
 
 
 def thrust_cnn_extractor() -> type:
-    """Thrust's board CNN (`CNNEncoder`, what PPO and A2C read MinAtar and Snake with) as an SB3 features extractor
-    class. With `net_arch=[]` an SB3 actor-critic on it has the shape of Thrust's for boards, both heads on the one
-    shared CNN, and `shared_cnn_weights` names its tensors. No export uses it: it lets SB3 train beside Thrust on
-    the same network (benches/parity.py, tests/algos/test_on_policy.py)."""
+    """Thrust's board CNN (`CNNEncoder`, what Thrust's algorithms read MinAtar and Snake with) as an SB3 features
+    extractor class. With `net_arch=[]` an SB3 actor-critic on it has the shape of Thrust's for boards, both heads on
+    the one shared CNN (`shared_cnn_weights` names its tensors), and an SB3 DQN on it Thrust's board Q-net
+    (`board_q_weights`). No export uses it: it lets SB3 train beside Thrust on the same network (benches/parity.py,
+    tests/algos/test_on_policy.py and test_off_policy.py)."""
     from stable_baselines3.common.torch_layers import BaseFeaturesExtractor
 
     from ..nets.policies import CNNEncoder
