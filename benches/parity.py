@@ -641,7 +641,47 @@ def markdown(rows: list[dict], kept: dict[str, KeptRow], when: str) -> list[str]
         *(["Settings SB3 cannot express (the SB3 side runs without them):", "", *gaps, ""] if gaps else []),
         *(["Success rates of the final policies (goal envs' `is_success`):", "", *successes, ""] if successes else []),
         *([SPREAD_HEAD, "", *spreads, ""] if spreads else []),
+        *([read_together(rows, kept, spreads), ""] if rows or kept else []),
     ]
+
+
+def holm(p_values: list[float], tests: int) -> list[float]:
+    """Holm's step-down adjusted p-values of `p_values` (ascending) among `tests` tests: the i-th smallest (from 0)
+    times (tests - i), never below the one before it, at most 1. Tests not given count as larger p-values, which
+    only makes the adjustment stricter."""
+    adjusted, running = [], 0.0
+    for i, p in enumerate(sorted(p_values)):
+        running = max(running, min(1.0, (tests - i) * p))
+        adjusted.append(running)
+    return adjusted
+
+
+def read_together(rows: list[dict], kept: dict[str, KeptRow], spreads: list[str]) -> str:
+    """The table's rows read as one family of tests: of the rows where SB3 leads (P < 0.5), the smallest
+    Mann-Whitney p and Holm's correction of it for the table's number of rows. When both libraries learn alike,
+    P >= 0.5 on a row is about a coin flip, so rows short of parity are expected; a Holm-corrected p under 0.05 is
+    what would say that one of them is not chance."""
+    p_of = {note.split(":")[0][2:]: float(m[1]) for note in spreads if (m := re.search(r": p = ([0-9.]+);", note))}
+    leads = [(f"{r['algo']} {r['env']}", r["mann_whitney_p"]) for r in rows if r["p_thrust_ge_sb3"] < 0.5]
+    for name, row in kept.items():
+        algo, env = (cell.strip() for cell in name.split("|")[1:3])
+        if float(row.line.split("|")[6]) < 0.5:
+            leads.append((f"{algo} {env}", p_of.get(f"{algo.split(' ')[0].rstrip(',')} {env}")))
+    total = len(rows) + len(kept)
+    tested = sorted((p, name) for name, p in leads if p is not None)
+    text = f"Read together: SB3 leads (P < 0.5) on {len(leads)} of {total} rows."
+    if tested:
+        adjusted = holm([p for p, _ in tested], total)
+        differ = sum(p < 0.05 for p in adjusted)
+        text += (
+            f" The smallest two-sided Mann-Whitney p among them is {tested[0][0]:.2f} ({tested[0][1]}), "
+            f"{adjusted[0]:.2f} after Holm's correction for {total} rows: "
+            + (f"{differ} row(s) differ from SB3 at the 5% level." if differ else "no row differs from SB3 at the 5% level.")
+        )
+    missing = [name for name, p in leads if p is None]
+    if missing:
+        text += f" No p is recorded for {', '.join(missing)} (written before the bench recorded one; a rerun adds it)."
+    return text
 
 
 def spread_text(row: dict) -> str:

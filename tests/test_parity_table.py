@@ -182,6 +182,26 @@ def test_a_row_short_of_parity_adds_the_mean_of_its_last_quarters_evaluations_wh
     assert row["late"] is None and "last quarter" not in parity.spread_text(row)
 
 
+def test_the_rows_read_together_say_whether_a_row_where_sb3_leads_survives_holms_correction(parity, tmp_path):
+    """Under the table, one line reads its rows as one family of tests: a row where SB3 wins every one of ten seeds
+    (p = 0.0002, 0.0005 after Holm's correction for the table's three rows) differs; three seeds of five (p 0.69)
+    do not; a kept row written before p values were recorded is named as lacking one."""
+    out, readme = tmp_path / "validation.md", tmp_path / "README.md"
+    out.write_text(UNDATED)
+    readme.write_text(README)
+
+    write(parity, out, readme, results("ppo", "cartpole", list(range(1, 11)), list(range(11, 21))), "2030-06-01")
+    line = next(line for line in out.read_text().splitlines() if line.startswith("Read together"))
+    assert "SB3 leads (P < 0.5) on 2 of 3 rows" in line
+    assert "is 0.00 (ppo cartpole), 0.00 after Holm's correction for 3 rows: 1 row(s) differ from SB3" in line
+    assert "No p is recorded for sac FetchReach-v4" in line  # the kept row's P is 0.20 and UNDATED has no p for it
+
+    write(parity, out, readme, results("ppo", "cartpole", [1, 3, 5, 7, 9], [2, 4, 6, 8, 10]), "2030-06-01")
+    line = next(line for line in out.read_text().splitlines() if line.startswith("Read together"))
+    assert "is 0.69 (ppo cartpole), 1.00 after Holm's correction for 3 rows: no row differs from SB3" in line
+    assert parity.holm([0.01, 0.04, 0.02], 4) == pytest.approx([0.04, 0.06, 0.08])  # 4 x 0.01, 3 x 0.02, 2 x 0.04
+
+
 def test_a_second_writer_of_the_results_file_is_refused_in_one_line_and_writes_nothing(parity, tmp_path):
     import harness
 
