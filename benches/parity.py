@@ -646,7 +646,7 @@ def markdown(rows: list[dict], kept: dict[str, KeptRow], when: str) -> list[str]
 
 
 def holm(p_values: list[float], tests: int) -> list[float]:
-    """Holm's step-down adjusted p-values of `p_values` (ascending) among `tests` tests: the i-th smallest (from 0)
+    """Holm's step-down adjusted p-values of `p_values`, in ascending order, among `tests` tests: the i-th smallest (from 0)
     times (tests - i), never below the one before it, at most 1. Tests not given count as larger p-values, which
     only makes the adjustment stricter."""
     adjusted, running = [], 0.0
