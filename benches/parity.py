@@ -523,10 +523,23 @@ def row_name(algo: str, env: str, label: str = "preset", preset: str = "default"
     return f"| {algo}{variant} | {env} |"
 
 
+def name_of(row: dict) -> str:
+    """A results row's name in the table (`row_name`)."""
+    return row_name(row["algo"], row["env"], row["label"], row["preset"])
+
+
+def note_head(name: str) -> str:
+    """How the notes under the table name a row (`name`: its first two cells, as `row_name` writes them): `- algo env:`,
+    a variant or preset after the env (`- dqn cartpole, preset annealed:`), so a preset row's notes stay its own."""
+    first, env = (cell.strip() for cell in name.split("|")[1:3])
+    algo = re.match(r"\w+", first)[0]
+    return f"- {algo} {env}{first[len(algo) :]}:"
+
+
 @dataclasses.dataclass
 class KeptRow:
     """A row an earlier run wrote into the parity table and this run has no results for: its table line and the
-    notes under the table that name its algo and env."""
+    notes under the table that name it (`note_head`)."""
 
     line: str
     gaps: list[str]
@@ -562,8 +575,7 @@ def kept_rows(out: Path, names: set[str]) -> dict[str, KeptRow]:
         elif line.startswith("- ") and section:
             notes[section].append(line)
     for name, row in kept.items():
-        algo, env = (cell.strip() for cell in name.split("|")[1:3])
-        prefix = f"- {algo.split(' ')[0].rstrip(',')} {env}:"  # notes name the algo without its variant
+        prefix = note_head(name)
         row.gaps = [note for note in notes["gaps"] if note.startswith(prefix)]
         row.successes = [note for note in notes["successes"] if note.startswith(prefix)]
         row.spreads = [note for note in notes["spreads"] if note.startswith(prefix)]
@@ -581,7 +593,7 @@ def table_row(row: dict, when: str = "") -> str:
         return "—" if side["median_steps_to_target"] is None else f"{side['median_steps_to_target']:,.0f}"
 
     ends = "—" if row["target"] is None else f"{t['solved']}/{t['seeds']} / {s['solved']}/{s['seeds']}"
-    name = row_name(row["algo"], row["env"], row["label"], row["preset"])
+    name = name_of(row)
     return (
         f"{name} {min(t['seeds'], s['seeds'])} | {cell(t)} | {cell(s)} "
         f"| {row['p_thrust_ge_sb3']:.2f} | {ends} | {steps(t)} / {steps(s)} "
@@ -592,10 +604,9 @@ def table_row(row: dict, when: str = "") -> str:
 def markdown(rows: list[dict], kept: dict[str, KeptRow], when: str) -> list[str]:
     """docs/validation.md's parity section: this run's rows and the kept ones, in ROWS order."""
     host = f"{platform.machine()}, {mp.cpu_count()} cores, Python {platform.python_version()}"
-    gaps = [f"- {row['algo']} {row['env']}: {'; '.join(row['gaps'])}" for row in rows if row["gaps"]]
+    gaps = [f"{note_head(name_of(row))} {'; '.join(row['gaps'])}" for row in rows if row["gaps"]]
     successes = [
-        f"- {row['algo']} {row['env']}: Thrust {success_text(row['thrust']['success'])}; "
-        f"SB3 {success_text(row['sb3']['success'])}"
+        f"{note_head(name_of(row))} Thrust {success_text(row['thrust']['success'])}; SB3 {success_text(row['sb3']['success'])}"
         for row in rows
         if row["thrust"].get("success") and row["sb3"].get("success")
     ]
@@ -631,7 +642,7 @@ def markdown(rows: list[dict], kept: dict[str, KeptRow], when: str) -> list[str]
         "not run on this machine (Snake: a CNN for 300k steps, 15-25 min per run per side; the MuJoCo rows, run "
         "only when named, hours: SAC and TD3 at 100k steps, PPO and A2C at their presets' 1M, 10 final episodes; MinAtar's, "
         "named only too: validation's budgets, DQN 250k and PPO 500k steps; PPO's took 3.5 to 4.7 min a run on "
-        "either side, two at a time, on a 2-core Xeon VM, DQN's about 26 min a Thrust run and 65 min an SB3 run; "
+        "either side, two at a time, on a 2-core Xeon VM, DQN's 26 to 27 min a Thrust run and 47 to 61 min an SB3 run; "
         "recurrent PPO on PendulumNoVel and TD3 and DDPG on MountainCarContinuous, named only too: half an hour or "
         "more a run).",
         "",
@@ -641,7 +652,7 @@ def markdown(rows: list[dict], kept: dict[str, KeptRow], when: str) -> list[str]
         *(["Settings SB3 cannot express (the SB3 side runs without them):", "", *gaps, ""] if gaps else []),
         *(["Success rates of the final policies (goal envs' `is_success`):", "", *successes, ""] if successes else []),
         *([SPREAD_HEAD, "", *spreads, ""] if spreads else []),
-        *([read_together(rows, kept, spreads), ""] if rows or kept else []),
+        *([read_together(rows, kept), ""] if rows or kept else []),
     ]
 
 
@@ -656,17 +667,16 @@ def holm(p_values: list[float], tests: int) -> list[float]:
     return adjusted
 
 
-def read_together(rows: list[dict], kept: dict[str, KeptRow], spreads: list[str]) -> str:
+def read_together(rows: list[dict], kept: dict[str, KeptRow]) -> str:
     """The table's rows read as one family of tests: of the rows where SB3 leads (P < 0.5), the smallest
     Mann-Whitney p and Holm's correction of it for the table's number of rows. When both libraries learn alike,
     P >= 0.5 on a row is about a coin flip, so rows short of parity are expected; a Holm-corrected p under 0.05 is
     what would say that one of them is not chance."""
-    p_of = {note.split(":")[0][2:]: float(m[1]) for note in spreads if (m := re.search(r": p = ([0-9.]+);", note))}
-    leads = [(f"{r['algo']} {r['env']}", r["mann_whitney_p"]) for r in rows if r["p_thrust_ge_sb3"] < 0.5]
+    leads = [(note_head(name_of(r))[2:-1], r["mann_whitney_p"]) for r in rows if r["p_thrust_ge_sb3"] < 0.5]
     for name, row in kept.items():
-        algo, env = (cell.strip() for cell in name.split("|")[1:3])
         if float(row.line.split("|")[6]) < 0.5:
-            leads.append((f"{algo} {env}", p_of.get(f"{algo.split(' ')[0].rstrip(',')} {env}")))
+            p = next((float(m[1]) for note in row.spreads if (m := re.search(r": p = ([0-9.]+);", note))), None)
+            leads.append((note_head(name)[2:-1], p))
     total = len(rows) + len(kept)
     tested = sorted((p, name) for name, p in leads if p is not None)
     text = f"Read together: SB3 leads (P < 0.5) on {len(leads)} of {total} rows."
@@ -688,7 +698,7 @@ def spread_text(row: dict) -> str:
     """A row's final evaluations per seed, both sides, and the Mann-Whitney p of their difference; with the late
     read where the runs evaluated often enough (`late_read`)."""
     finals = {lib: ", ".join(f"{value:.4g}" for value in row[lib]["finals"]) for lib in ("thrust", "sb3")}
-    text = f"- {row['algo']} {row['env']}: p = {row['mann_whitney_p']:.2f}; Thrust {finals['thrust']}; SB3 {finals['sb3']}"
+    text = f"{note_head(name_of(row))} p = {row['mann_whitney_p']:.2f}; Thrust {finals['thrust']}; SB3 {finals['sb3']}"
     late = row.get("late")
     if late:
         means = {lib: ", ".join(f"{value:.4g}" for value in late[lib]) for lib in ("thrust", "sb3")}
@@ -701,7 +711,7 @@ def spread_text(row: dict) -> str:
 
 def table_lines(rows: list[dict], kept: dict[str, KeptRow], when: str = "") -> list[str]:
     """The table's lines, this run's rows and the kept ones, in the table's order."""
-    lines = {row_name(r["algo"], r["env"], r["label"], r["preset"]): table_row(r, when) for r in rows}
+    lines = {name_of(r): table_row(r, when) for r in rows}
     lines |= {name: row.line for name, row in kept.items()}
     return [lines.pop(name) for name in table_order() if name in lines] + list(lines.values())
 
@@ -712,9 +722,11 @@ def table_order() -> list[str]:
 
 
 def table_position(note: str) -> int:
-    """Where a note's row (`- algo env: ...`) stands in the table; notes of rows no longer listed go last."""
-    prefixes = [f"- {algo} {env}:" for algo, env, _, _ in ROWS]
-    return next((i for i, prefix in enumerate(prefixes) if note.startswith(prefix)), len(prefixes))
+    """Where a note's row (`- algo env...: ...`, `note_head`) stands in the table, a preset row's notes with its env's;
+    notes of rows no longer listed go last."""
+    row = re.match(r"- (\w+) ([^\s:,(]+)", note)
+    envs = [(algo, env) for algo, env, _, _ in ROWS]
+    return envs.index(row.groups()) if row and row.groups() in envs else len(envs)
 
 
 def success_text(rates: list[float]) -> str:
@@ -785,11 +797,13 @@ def all_rows(results: list[dict]) -> tuple[list[dict], list[dict]]:
 
 def selected_rows(only: list[str] | None) -> list[tuple[str, str, str]]:
     """The (algo, env, preset) rows to run: every everyday row and preset row without `only`; with it, the rows
-    it names, "algo:env" naming the env's default row and its preset rows, "algo:env:preset" one preset row."""
+    it names, "algo:env" naming the env's default row and its preset rows, "algo:env:preset" one row alone (the
+    default row's preset is "default")."""
     named = lambda *row: ":".join(row) in (only or ())  # noqa: E731
+    default = lambda algo, env: named(algo, env) or named(algo, env, "default")  # noqa: E731
     everyday = PAIRED + CLASSIC + RECURRENT + MASKED + GOAL_ROWS
-    rows = [(algo, env, "default") for algo, env, _, _ in everyday if not only or named(algo, env)]
-    rows += [(algo, env, "default") for algo, env, _, _ in NAMED_ONLY if named(algo, env)]
+    rows = [(algo, env, "default") for algo, env, _, _ in everyday if not only or default(algo, env)]
+    rows += [(algo, env, "default") for algo, env, _, _ in NAMED_ONLY if default(algo, env)]
     presets = [(algo, env, preset) for algo, env, _, preset in PRESET_ROWS]
     rows += [row for row in presets if not only or named(*row[:2]) or named(*row)]
     return rows
@@ -799,7 +813,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seeds", type=int, default=5)
     parser.add_argument("--jobs", type=int, default=2, help="runs in parallel (each uses one torch thread)")
-    parser.add_argument("--only", nargs="*", help="algo:env rows (dqn:cartpole), or one preset's: ppo:pendulum:no-sde")
+    parser.add_argument(
+        "--only", nargs="*", help="algo:env rows (dqn:cartpole), or one row alone: ppo:pendulum:no-sde, ppo:pendulum:default"
+    )
     parser.add_argument("--thrust-set", nargs="*", default=[], metavar="KEY=VALUE", help="a Thrust variant to A/B")
     parser.add_argument("--label", default="preset", help="the variant's name in the results (with --thrust-set)")
     parser.add_argument("--results", type=Path, default=ROOT / ".bench" / "parity.json")
@@ -837,7 +853,7 @@ def main() -> None:
     print("\n".join(table(rows + extra)))
     if rows and not args.thrust_set:
         when = time.strftime("%Y-%m-%d")
-        kept = kept_rows(args.out, {row_name(r["algo"], r["env"], r["label"], r["preset"]) for r in rows})
+        kept = kept_rows(args.out, {name_of(r) for r in rows})
         replace_block(args.out, "parity", markdown(rows, kept, when))
         replace_block(args.readme, "parity", readme_rows(rows, kept, args.readme))
         print(f"wrote {args.out} and the parity rows of {args.readme}")

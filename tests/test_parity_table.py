@@ -34,7 +34,7 @@ def results(algo: str, env: str, thrust: list[float], sb3: list[float]) -> list[
 def write(parity, out: Path, readme: Path, results: list[dict], when: str) -> None:
     """What parity.py's main does with its results."""
     rows, _ = parity.all_rows(results)
-    kept = parity.kept_rows(out, {parity.row_name(r["algo"], r["env"], r["label"], r["preset"]) for r in rows})
+    kept = parity.kept_rows(out, {parity.name_of(r) for r in rows})
     parity.replace_block(out, "parity", parity.markdown(rows, kept, when))
     parity.replace_block(readme, "parity", parity.readme_rows(rows, kept, readme))
 
@@ -202,6 +202,26 @@ def test_the_rows_read_together_say_whether_a_row_where_sb3_leads_survives_holms
     assert parity.holm([0.01, 0.04, 0.02], 4) == pytest.approx([0.04, 0.06, 0.08])  # 4 x 0.01, 3 x 0.02, 2 x 0.04
 
 
+def test_a_preset_rows_notes_and_p_stay_its_own_when_its_envs_default_row_is_rerun(parity, tmp_path):
+    """A preset row shares its env with the default row: the notes under the table name it with its preset, so a run
+    of the default row alone keeps the preset row's seeds and p, and the rows read together use the preset's own p."""
+    out, readme = tmp_path / "validation.md", tmp_path / "README.md"
+    out.write_text(UNDATED)
+    readme.write_text(README)
+    default = results("dqn", "cartpole", [1, 3, 5, 7, 9], [2, 4, 6, 8, 10])  # SB3 ahead on 3 of 5: p 0.69
+    annealed = [run | {"preset": "annealed"} for run in results("dqn", "cartpole", list(range(1, 11)), list(range(11, 21)))]
+    write(parity, out, readme, default + annealed, "2030-06-01")
+    text = out.read_text()
+    assert "- dqn cartpole: p = 0.69;" in text and "- dqn cartpole, preset annealed: p = 0.00;" in text
+
+    write(parity, out, readme, results("dqn", "cartpole", [9, 9, 9, 9, 9], [1, 1, 1, 1, 1]), "2030-07-01")  # at parity
+    text = out.read_text()
+    assert "- dqn cartpole: p =" not in text and "- dqn cartpole, preset annealed: p = 0.00; Thrust 1, 2, 3" in text
+    assert table(out)[" dqn, preset annealed | cartpole "].endswith("| **no** | 2030-06-01 |")
+    line = next(line for line in text.splitlines() if line.startswith("Read together"))
+    assert "is 0.00 (dqn cartpole, preset annealed), 0.00 after Holm's correction for 4 rows: 1 row(s) differ" in line
+
+
 def test_a_second_writer_of_the_results_file_is_refused_in_one_line_and_writes_nothing(parity, tmp_path):
     import harness
 
@@ -222,10 +242,12 @@ def test_a_second_writer_of_the_results_file_is_refused_in_one_line_and_writes_n
 
 
 def test_only_names_an_envs_rows_or_one_preset_row_alone(parity):
-    """`--only algo:env` runs the env's default row and its preset rows; `algo:env:preset` that preset's row alone
-    (the default row's runs may be long, or kept from another machine); no `--only`: every row but the named-only."""
+    """`--only algo:env` runs the env's default row and its preset rows; `algo:env:preset` that row alone (the
+    other row's runs may be long, or kept from another machine); no `--only`: every row but the named-only."""
     assert parity.selected_rows(["ppo:pendulum"]) == [("ppo", "pendulum", "default"), ("ppo", "pendulum", "no-sde")]
     assert parity.selected_rows(["ppo:pendulum:no-sde"]) == [("ppo", "pendulum", "no-sde")]
+    assert parity.selected_rows(["ppo:pendulum:default"]) == [("ppo", "pendulum", "default")]
+    assert parity.selected_rows(["td3:mountaincar-continuous:default"]) == [("td3", "mountaincar-continuous", "default")]
     assert parity.selected_rows(["ppo:pendulum:annealed"]) == []
     everything = parity.selected_rows(None)
     assert ("ppo", "pendulum", "no-sde") in everything and ("dqn", "cartpole", "annealed") in everything
