@@ -6,11 +6,13 @@ the MinAtar parity row trains on both sides."""
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 import torch
 
 from thrust_app.algos import build_algorithm
 from thrust_app.interop.sb3_export import board_q_weights, sb3_weights, thrust_cnn_extractor
+from thrust_app.training.trainer import learning_progress
 
 STEPS, BATCH = 4, 64
 SETTINGS = {"batch_size": BATCH, "learning_rate": 1e-3, "gamma": 0.99, "tau": 0.01}
@@ -101,3 +103,63 @@ def test_dqns_learning_step_through_the_board_cnn_equals_sb3s():
         torch.testing.assert_close(weight, learned[name], atol=1e-6, rtol=1e-5, msg=lambda m, n=name: f"{n}: {m}")
     first_conv = "q_net.features_extractor.encoder.net.0.weight"
     assert float((learned[first_conv] - before[first_conv]).abs().max()) > 1e-5  # the CNN learned
+
+
+def test_a_dqn_run_acts_copies_its_target_and_learns_when_sb3s_does():
+    """A whole DQN run against SB3's on CartPole from the same weights and env seeds, the learning rate falling
+    linearly: Thrust replays SB3's warm-up actions and the replay rows SB3 sampled, and acts greedily after the
+    warm-up (epsilon 0) on both sides. Then each greedy action, which depends on every earlier update, learning rate
+    and target copy, must be SB3's; Thrust must learn from exactly SB3's minibatches, no more (SB3 first learns once
+    more than learning_starts steps are collected) and no fewer; and the nets must end equal (with the learning
+    rate read at the step the iteration learns at, as SB3 reads it after collecting)."""
+    import stable_baselines3 as sb3
+    from stable_baselines3.common.env_util import make_vec_env
+
+    from thrust_app.envs.batched import make_batched
+    from thrust_app.envs.pipeline import Pipeline
+    from thrust_app.envs.tensors import EnvIO
+
+    steps = 400  # learning from step 100 (a multiple of train_freq), a soft target update every 50 steps
+    settings = {"learning_starts": 100, "train_freq": 4, "gradient_steps": 2, "target_update_interval": 50}
+    settings |= {"tau": 0.5, "batch_size": 16, "buffer_size": 1_000, "max_grad_norm": 10.0}
+    settings |= {"exploration_initial_eps": 0.0, "exploration_final_eps": 0.0, "gamma": 0.99}
+    env = make_vec_env("CartPole-v1", n_envs=1, seed=0)
+    sb3_lr = {"learning_rate": lambda progress_remaining: 3e-3 * progress_remaining, "policy_kwargs": {"net_arch": [64, 64]}}
+    model = sb3.DQN("MlpPolicy", env, seed=0, device="cpu", **settings, **sb3_lr)
+    initial = {name: weight.clone() for name, weight in model.policy.state_dict().items()}
+    sampled: list[np.ndarray] = []
+    get_samples = model.replay_buffer._get_samples
+    model.replay_buffer._get_samples = lambda rows, env=None: sampled.append(rows.copy()) or get_samples(rows, env)
+    model.learn(steps)
+    sb3_actions = torch.as_tensor(model.replay_buffer.actions[:steps, 0, 0]).long()
+
+    config = settings | {"learning_rate": 3e-3, "lr_schedule": "linear", "hidden": [64, 64], "update": "reference"}
+    algo = build_algorithm("dqn", "CartPole-v1", config, torch.device("cpu"), 0)
+    algo.total_timesteps = steps
+    with torch.no_grad():
+        for name, weight in sb3_weights("dqn", algo):
+            weight.copy_(initial[name])
+    algo.random_actions = lambda n, mask=None: sb3_actions[algo.num_timesteps : algo.num_timesteps + n]
+    minibatches = iter(sampled)
+
+    def sb3s_rows(size: int, generator=None):
+        rows = next(minibatches, None)
+        assert rows is not None, f"Thrust learns a minibatch more than SB3's {len(sampled)} at step {algo.num_timesteps}"
+        return algo.buffer.sample_rows(torch.as_tensor(rows))
+
+    algo.buffer.sample = sb3s_rows
+    vec_env = make_batched("CartPole-v1", 1, seed=0, pipeline=Pipeline(), check_actions=False)
+    env_io = EnvIO(torch.device("cpu"))
+    obs = env_io.reset(vec_env)
+    while algo.num_timesteps < steps:  # the trainer's loop (training/trainer.py)
+        algo.apply_schedules(learning_progress(algo, 1, steps))
+        obs = algo.iteration(vec_env, env_io, obs).obs
+    vec_env.close()
+
+    assert next(minibatches, None) is None  # every one of SB3's minibatches learned from
+    assert torch.equal(algo.buffer.actions[:steps], sb3_actions)  # the greedy actions of steps 100 to 399 too
+    assert len(set(sb3_actions[100:].tolist())) == 2  # both actions chosen: the greedy policy changed as it learned
+    torch.testing.assert_close(algo.buffer.obs[:steps], torch.as_tensor(model.replay_buffer.observations[:steps, 0]))
+    learned = model.policy.state_dict()
+    for name, weight in sb3_weights("dqn", algo):
+        torch.testing.assert_close(weight, learned[name], atol=1e-5, rtol=1e-4, msg=lambda m, n=name: f"{n}: {m}")

@@ -23,6 +23,7 @@ from thrust_app.envs.batched import make_batched
 from thrust_app.envs.pipeline import Pipeline, register_on_demand
 from thrust_app.envs.tensors import EnvIO
 from thrust_app.interop.sb3_export import actor_critic_weights, shared_cnn_weights, thrust_cnn_extractor
+from thrust_app.training.trainer import learning_progress
 
 N_ENVS, N_STEPS = 4, 64
 
@@ -196,6 +197,40 @@ def test_a_rollout_equals_sb3s_from_the_same_weights_env_seeds_and_actions(case)
     advantages, returns = compute_gae(rollout.rewards, rollout.values, rollout.dones, rollout.last_values, 0.99, 0.95)
     close(advantages, buffer.advantages, atol=1e-4, rtol=1e-5)
     close(returns, buffer.returns, atol=1e-4, rtol=1e-5)
+
+
+@pytest.mark.parametrize("algo_name", ["ppo", "a2c"])
+def test_each_update_reads_its_schedules_where_sb3_reads_them(algo_name):
+    """SB3 sets the learning rate (and PPO's clip range) after collecting a rollout, from the progress then: the
+    trainer's `learning_progress` must give every iteration's update those values, linear schedules on both sides."""
+    import stable_baselines3 as sb3
+    from stable_baselines3.common.env_util import make_vec_env
+
+    n_steps, iterations = 16, 3
+    model_class = {"ppo": sb3.PPO, "a2c": sb3.A2C}[algo_name]
+    linear = {"learning_rate": lambda progress: 1e-3 * progress}
+    linear |= {"clip_range": lambda progress: 0.2 * progress, "batch_size": 32} if algo_name == "ppo" else {}
+    model = model_class("MlpPolicy", make_vec_env("CartPole-v1", n_envs=N_ENVS, seed=0), n_steps=n_steps, **linear)
+    read: list[tuple[float, float]] = []  # (learning rate, clip range) as each SB3 update set them
+    update_learning_rate = model._update_learning_rate
+    model._update_learning_rate = lambda optimizer: (
+        update_learning_rate(optimizer),
+        read.append((optimizer.param_groups[0]["lr"], 0.2 * model._current_progress_remaining)),
+    )
+    timesteps = iterations * n_steps * N_ENVS
+    model.learn(timesteps)
+
+    config = {"n_steps": n_steps, "n_envs": N_ENVS, "learning_rate": 1e-3, "lr_schedule": "linear"}
+    config |= {"clip_range": 0.2, "clip_schedule": "linear", "batch_size": 32} if algo_name == "ppo" else {}
+    algo = build_algorithm(algo_name, "CartPole-v1", config, torch.device("cpu"), 0)
+    for learning_rate, clip_range in read:
+        algo.apply_schedules(learning_progress(algo, N_ENVS, timesteps))
+        assert algo.learning_rate == pytest.approx(learning_rate, rel=1e-6)
+        assert algo.optimizer.param_groups[0]["lr"] == pytest.approx(learning_rate, rel=1e-6)
+        if algo_name == "ppo":
+            assert algo.clip_range == pytest.approx(clip_range, rel=1e-6)
+        algo.num_timesteps += algo.iteration_steps(N_ENVS)  # what the iteration counts
+    assert len(read) == iterations and read[0][0] < 1e-3  # the first update already reads a smaller rate
 
 
 @pytest.mark.parametrize("image", [True, False])

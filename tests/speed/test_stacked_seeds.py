@@ -11,7 +11,7 @@ from thrust_app.nets.policies import ActorCritic
 from thrust_app.speed.stacked_seeds import StackedOnPolicy, StackedTowers
 from thrust_app.training.run_spec import make_spec
 from thrust_app.training.seed_batch import global_stream
-from thrust_app.training.trainer import Trainer
+from thrust_app.training.trainer import Trainer, learning_progress
 
 
 def stacked_rows(nets: list[ActorCritic]) -> dict[str, torch.Tensor]:
@@ -73,7 +73,7 @@ def test_a_seed_of_a_batch_follows_the_lone_run_of_that_seed(algo, env, preset, 
     batch = StackedOnPolicy([t.algo for t in batched], streams)
     for _ in range(iterations):
         for trainer in batched:
-            trainer.algo.apply_schedules(1.0 - trainer.step / trainer.spec.timesteps)
+            trainer.algo.apply_schedules(learning_progress(trainer.algo, trainer.env.num_envs, trainer.spec.timesteps))
         results = batch.iteration([t.env for t in batched], [t.obs for t in batched])
         for trainer, result in zip(batched, results, strict=True):
             trainer.obs = result.obs

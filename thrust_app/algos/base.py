@@ -125,6 +125,10 @@ class Algorithm(ABC):
     def iteration(self, env: VecEnv, env_io: EnvIO, obs: torch.Tensor) -> Iteration:
         """Collect experience from `env` starting at `obs`, learn from it, and report."""
 
+    @abstractmethod
+    def iteration_steps(self, num_envs: int) -> int:
+        """The env steps one iteration collects on `num_envs` envs before it learns."""
+
     @property
     @abstractmethod
     def policy(self) -> nn.Module:

@@ -102,8 +102,11 @@ class DQN(OffPolicyAlgorithm):
         self._last_target_update = state["last_target_update"]
 
     def apply_schedules(self, progress_remaining: float) -> None:
+        """The learning rate at `progress_remaining` (the progress when the iteration learns); epsilon at the step the
+        run is at, where the next action is drawn (it then moves every env step: `after_env_step`)."""
         super().apply_schedules(progress_remaining)
-        self.set_exploration_rate(progress_remaining)
+        now = progress_remaining if not self.total_timesteps else max(0.0, 1.0 - self.num_timesteps / self.total_timesteps)
+        self.set_exploration_rate(now)
 
     def set_exploration_rate(self, progress_remaining: float) -> None:
         """Epsilon falls linearly from its initial to its final value over the first exploration_fraction

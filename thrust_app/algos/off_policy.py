@@ -154,6 +154,9 @@ class OffPolicyAlgorithm(Algorithm):
             return uniform_allowed(torch.rand(n, generator=self.generator, device=self.device), mask)
         return torch.randint(0, space.n, (n,), generator=self.generator, device=self.device)
 
+    def iteration_steps(self, num_envs: int) -> int:
+        return self.config.train_freq * num_envs
+
     def iteration(self, env, env_io, obs) -> Iteration:
         returns, lengths, obs = self.act(env, env_io, obs)
         return self.learn(env, obs, returns, lengths)
@@ -189,16 +192,18 @@ class OffPolicyAlgorithm(Algorithm):
         return returns, lengths, obs
 
     def learn(self, env, obs: torch.Tensor, returns: list[float], lengths: list[int]) -> Iteration:
-        """`gradient_steps` calls of `train_step` once `learning_starts` env steps are in the buffer."""
+        """`gradient_steps` calls of `train_step` once more than `learning_starts` env steps are in the buffer (SB3's
+        `num_timesteps > learning_starts`: with learning_starts a multiple of train_freq, the first learning phase
+        follows the first iteration that acted on the policy)."""
         config = self.config
         stats: dict[str, float] = {}
-        if self.num_timesteps >= config.learning_starts:
+        if self.num_timesteps > config.learning_starts:
             totals: dict[str, torch.Tensor] = {}
             for _ in range(config.gradient_steps):
                 for key, value in self.train_step().items():
                     totals[key] = totals.get(key, 0.0) + value
             stats = {key: float(total) / config.gradient_steps for key, total in totals.items()} | self.extra_stats()
-        return Iteration(obs, config.train_freq * env.num_envs, returns, lengths, stats)
+        return Iteration(obs, self.iteration_steps(env.num_envs), returns, lengths, stats)
 
     def after_env_step(self, done) -> None:
         """Hook run after every vec-env step, with which envs finished an episode (a bool tensor or array):

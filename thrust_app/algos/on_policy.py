@@ -159,6 +159,9 @@ class OnPolicyAlgorithm(Algorithm):
         env, env_io, obs = inputs
         return collect_steps(env, env_io, obs, self.net, self.config.n_steps, self.config.gamma)
 
+    def iteration_steps(self, num_envs: int) -> int:
+        return self.config.n_steps * num_envs
+
     def iteration(self, env, env_io, obs) -> Iteration:
         config = self.config
         rollout, obs = self.collect(env, env_io, obs)
@@ -166,6 +169,6 @@ class OnPolicyAlgorithm(Algorithm):
             rollout.rewards, rollout.values, rollout.dones, rollout.last_values, config.gamma, config.gae_lambda
         )
         stats = self.update(rollout, advantages, returns)
-        steps = config.n_steps * env.num_envs
+        steps = self.iteration_steps(env.num_envs)
         self.num_timesteps += steps
         return Iteration(obs, steps, rollout.episode_returns, rollout.episode_lengths, stats)

@@ -27,7 +27,15 @@ from ..speed.stacked_seeds import StackedGreedy, StackedOnPolicy, unbatchable_re
 from .device import resolve_device
 from .evaluation import EvalResult, evaluate
 from .run_spec import RunSpec, make_spec
-from .trainer import EVAL_SEED_OFFSET, Trainer, claim_run_dir, make_training_env, stop_on_signals, write_config
+from .trainer import (
+    EVAL_SEED_OFFSET,
+    Trainer,
+    claim_run_dir,
+    learning_progress,
+    make_training_env,
+    stop_on_signals,
+    write_config,
+)
 
 #: Most seeds one `--seeds` range may name (each seed keeps its envs, buffers and a run folder).
 MAX_SEEDS = 4096
@@ -125,7 +133,7 @@ class SeedBatch:
         """One iteration of every active seed, then each seed's records, evaluations and checkpoints; a seed
         that is done here finishes and leaves the batch. Returns the env steps taken."""
         for trainer in self.active:
-            trainer.algo.apply_schedules(max(0.0, 1.0 - trainer.step / trainer.spec.timesteps))
+            trainer.algo.apply_schedules(learning_progress(trainer.algo, trainer.env.num_envs, trainer.spec.timesteps))
         with ExitStack() as timing:  # the batch's time is each seed's training time: they trained together
             for trainer in self.active:
                 timing.enter_context(trainer.logger.clock.timing(training=True))

@@ -125,6 +125,12 @@ def check_masks_fit(env: VecEnv, algo: Algorithm) -> None:
         )
 
 
+def learning_progress(algo: Algorithm, num_envs: int, timesteps: int) -> float:
+    """The fraction of training left when `algo`'s next iteration learns, after its collection: where SB3 reads its
+    schedules (the learning rate, PPO's clip range), 1 - (steps so far + the iteration's) / timesteps."""
+    return max(0.0, 1.0 - (algo.num_timesteps + algo.iteration_steps(num_envs)) / timesteps)
+
+
 class Trainer:
     """Runs one RunSpec in one run folder; `run()` trains until done, stopped or solved."""
 
@@ -195,8 +201,8 @@ class Trainer:
         self.checkpoint_due = Every(spec.checkpoint_every, step)
 
     def run_iteration(self) -> Iteration:
-        """The schedules set from the progress so far, then one iteration of the algorithm, timed as training."""
-        self.algo.apply_schedules(max(0.0, 1.0 - self.step / self.spec.timesteps))
+        """The schedules set for this iteration's learning, then one iteration of the algorithm, timed as training."""
+        self.algo.apply_schedules(learning_progress(self.algo, self.env.num_envs, self.spec.timesteps))
         with self.logger.clock.timing(training=True):
             return self.algo.iteration(self.env, self.env_io, self.obs)
 

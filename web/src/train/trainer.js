@@ -262,10 +262,12 @@ export class BrowserPPO {
     );
   }
 
-  // One iteration: schedules from progress, rollout, GAE, update.
+  // One iteration: schedules from progress, rollout, GAE, update. The schedules are read at the progress after
+  // this iteration's rollout, where SB3 reads them (training/trainer.py's learning_progress).
   async iteration() {
     const config = this.config;
-    const progressRemaining = Math.max(0, 1 - this.step / this.run.timesteps);
+    const steps = config.n_steps * config.n_envs;
+    const progressRemaining = Math.max(0, 1 - (this.step + steps) / this.run.timesteps);
     this.optimizer.learningRate = schedule(config.learning_rate, config.lr_schedule, progressRemaining);
     const clipRange = schedule(config.clip_range, config.clip_schedule, progressRemaining);
     const rollout = await this.collectRollout();
@@ -280,7 +282,7 @@ export class BrowserPPO {
       config.gae_lambda,
     );
     const losses = await this.update(rollout, advantages, returns, clipRange);
-    this.step += config.n_steps * config.n_envs;
+    this.step += steps;
     return { episodes: rollout.episodes, losses, learningRate: this.optimizer.learningRate };
   }
 
