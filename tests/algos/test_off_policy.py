@@ -2,7 +2,8 @@
 an SB3 model's weights and both learn from one minibatch of SB3's replay buffer, drawing their noise (SAC's
 actions, TD3's target smoothing) from one random stream; the weights they end with must agree. Pendulum's
 actions are bounded by +-2: both libraries' critics read them in [-1, 1]. DQN also on a board, through the CNN
-the MinAtar parity row trains on both sides."""
+the MinAtar parity row trains on both sides. And whole runs of DQN, TD3 and DDPG against SB3's: when each acts,
+learns, moves its targets and reads its schedules."""
 
 from __future__ import annotations
 
@@ -105,13 +106,26 @@ def test_dqns_learning_step_through_the_board_cnn_equals_sb3s():
     assert float((learned[first_conv] - before[first_conv]).abs().max()) > 1e-5  # the CNN learned
 
 
-def test_a_dqn_run_acts_copies_its_target_and_learns_when_sb3s_does():
-    """A whole DQN run against SB3's on CartPole from the same weights and env seeds, the learning rate falling
-    linearly: Thrust replays SB3's warm-up actions and the replay rows SB3 sampled, and acts greedily after the
-    warm-up (epsilon 0) on both sides. Then each greedy action, which depends on every earlier update, learning rate
-    and target copy, must be SB3's; Thrust must learn from exactly SB3's minibatches, no more (SB3 first learns once
-    more than learning_starts steps are collected) and no fewer; and the nets must end equal (with the learning
-    rate read at the step the iteration learns at, as SB3 reads it after collecting)."""
+#: algorithm: (env, initial learning rate, its settings beside the whole run's): DQN greedy after the warm-up
+#: (epsilon 0) with a soft target copy every 50 steps; TD3 and DDPG without exploration noise, three critic steps a
+#: phase so that TD3's delayed actor steps fall across phases. Their rate is lower: at 3e-3, DDPG's two runs part
+#: from float rounding alone (actions equal to 1e-7 at step 172, 3e-5 at 196, 3e-2 at 292), as chaos does
+WHOLE_RUNS = {
+    "dqn": ("CartPole-v1", 3e-3, {"target_update_interval": 50, "tau": 0.5, "max_grad_norm": 10.0, "gradient_steps": 2}),
+    "td3": ("Pendulum-v1", 1e-3, {"tau": 0.05, "gradient_steps": 3, "target_policy_noise": 0.2, "target_noise_clip": 0.5}),
+    "ddpg": ("Pendulum-v1", 1e-3, {"tau": 0.05, "gradient_steps": 3}),
+}
+
+
+@pytest.mark.parametrize("algo_name", list(WHOLE_RUNS))
+def test_a_run_acts_updates_and_moves_its_targets_when_sb3s_does(algo_name):
+    """A whole run against SB3's from the same weights and env seeds, the learning rate falling linearly: Thrust
+    replays SB3's warm-up actions and the replay rows SB3 sampled (TD3's smoothing noise from SB3's random
+    stream), and acts without exploration after the warm-up on both sides. Then each action, which depends on every
+    earlier update, learning rate and target move, must be SB3's; Thrust must learn from exactly SB3's minibatches,
+    no more (SB3 first learns once more than learning_starts steps are collected) and no fewer; and the nets must
+    end equal (with the learning rate read where SB3 reads it, after collecting). Pendulum's episodes are cut by
+    its time limit at 200 steps, inside the run."""
     import stable_baselines3 as sb3
     from stable_baselines3.common.env_util import make_vec_env
 
@@ -119,26 +133,33 @@ def test_a_dqn_run_acts_copies_its_target_and_learns_when_sb3s_does():
     from thrust_app.envs.pipeline import Pipeline
     from thrust_app.envs.tensors import EnvIO
 
-    steps = 400  # learning from step 100 (a multiple of train_freq), a soft target update every 50 steps
-    settings = {"learning_starts": 100, "train_freq": 4, "gradient_steps": 2, "target_update_interval": 50}
-    settings |= {"tau": 0.5, "batch_size": 16, "buffer_size": 1_000, "max_grad_norm": 10.0}
-    settings |= {"exploration_initial_eps": 0.0, "exploration_final_eps": 0.0, "gamma": 0.99}
-    env = make_vec_env("CartPole-v1", n_envs=1, seed=0)
-    sb3_lr = {"learning_rate": lambda progress_remaining: 3e-3 * progress_remaining, "policy_kwargs": {"net_arch": [64, 64]}}
-    model = sb3.DQN("MlpPolicy", env, seed=0, device="cpu", **settings, **sb3_lr)
+    env_id, learning_rate, own = WHOLE_RUNS[algo_name]
+    steps = 400  # learning from step 100, a multiple of train_freq
+    settings = {"learning_starts": 100, "train_freq": 4, "batch_size": 16, "buffer_size": 1_000, "gamma": 0.99} | own
+    if algo_name == "dqn":
+        settings |= {"exploration_initial_eps": 0.0, "exploration_final_eps": 0.0}
+    model_class = {"dqn": sb3.DQN, "td3": sb3.TD3, "ddpg": sb3.DDPG}[algo_name]
+    net = {"learning_rate": lambda progress: learning_rate * progress, "policy_kwargs": {"net_arch": [64, 64]}}
+    model = model_class("MlpPolicy", make_vec_env(env_id, n_envs=1, seed=0), seed=0, device="cpu", **settings, **net)
     initial = {name: weight.clone() for name, weight in model.policy.state_dict().items()}
     sampled: list[np.ndarray] = []
     get_samples = model.replay_buffer._get_samples
     model.replay_buffer._get_samples = lambda rows, env=None: sampled.append(rows.copy()) or get_samples(rows, env)
+    torch.manual_seed(7)
+    noise_stream = torch.get_rng_state()  # SB3 draws TD3's smoothing noise from torch's global stream
     model.learn(steps)
-    sb3_actions = torch.as_tensor(model.replay_buffer.actions[:steps, 0, 0]).long()
 
-    config = settings | {"learning_rate": 3e-3, "lr_schedule": "linear", "hidden": [64, 64], "update": "reference"}
-    algo = build_algorithm("dqn", "CartPole-v1", config, torch.device("cpu"), 0)
+    config = settings | {"learning_rate": learning_rate, "lr_schedule": "linear", "hidden": [64, 64], "update": "reference"}
+    algo = build_algorithm(algo_name, env_id, config | ({} if algo_name == "dqn" else {"noise_type": "none"}), "cpu", 0)
     algo.total_timesteps = steps
+    algo.generator.set_state(noise_stream)
     with torch.no_grad():
-        for name, weight in sb3_weights("dqn", algo):
+        for name, weight in sb3_weights(algo_name, algo):
             weight.copy_(initial[name])
+    if algo_name == "dqn":
+        sb3_actions = torch.as_tensor(model.replay_buffer.actions[:steps, 0, 0]).long()
+    else:  # SB3 keeps Box actions in [-1, 1], Thrust in the env's units
+        sb3_actions = algo.policy.scale(torch.as_tensor(model.replay_buffer.actions[:steps, 0]))
     algo.random_actions = lambda n, mask=None: sb3_actions[algo.num_timesteps : algo.num_timesteps + n]
     minibatches = iter(sampled)
 
@@ -148,7 +169,7 @@ def test_a_dqn_run_acts_copies_its_target_and_learns_when_sb3s_does():
         return algo.buffer.sample_rows(torch.as_tensor(rows))
 
     algo.buffer.sample = sb3s_rows
-    vec_env = make_batched("CartPole-v1", 1, seed=0, pipeline=Pipeline(), check_actions=False)
+    vec_env = make_batched(env_id, 1, seed=0, pipeline=Pipeline(), check_actions=False)
     env_io = EnvIO(torch.device("cpu"))
     obs = env_io.reset(vec_env)
     while algo.num_timesteps < steps:  # the trainer's loop (training/trainer.py)
@@ -157,9 +178,14 @@ def test_a_dqn_run_acts_copies_its_target_and_learns_when_sb3s_does():
     vec_env.close()
 
     assert next(minibatches, None) is None  # every one of SB3's minibatches learned from
-    assert torch.equal(algo.buffer.actions[:steps], sb3_actions)  # the greedy actions of steps 100 to 399 too
-    assert len(set(sb3_actions[100:].tolist())) == 2  # both actions chosen: the greedy policy changed as it learned
-    torch.testing.assert_close(algo.buffer.obs[:steps], torch.as_tensor(model.replay_buffer.observations[:steps, 0]))
+    if algo_name == "dqn":
+        assert torch.equal(algo.buffer.actions[:steps], sb3_actions)  # the greedy actions of steps 100 to 399 too
+        assert len(set(sb3_actions[100:].tolist())) == 2  # both actions chosen: the greedy policy changed as it learned
+    else:
+        torch.testing.assert_close(algo.buffer.actions[:steps], sb3_actions, atol=1e-4, rtol=1e-4)
+    sb3_obs = torch.as_tensor(model.replay_buffer.observations[:steps, 0])
+    torch.testing.assert_close(algo.buffer.obs[:steps], sb3_obs, atol=1e-4, rtol=1e-4)
     learned = model.policy.state_dict()
-    for name, weight in sb3_weights("dqn", algo):
+    for name, weight in sb3_weights(algo_name, algo):
         torch.testing.assert_close(weight, learned[name], atol=1e-5, rtol=1e-4, msg=lambda m, n=name: f"{n}: {m}")
+    assert max(float((learned[name] - initial[name]).abs().max()) for name in initial) > 1e-2  # both learned
