@@ -6,8 +6,9 @@ preset; SB3 2.9.2 trains with the same values, translated field by field from Th
 Thrust's own registered gymnasium env otherwise (bandit, the card game, Snake; Snake's CNN is Thrust's,
 handed to SB3 as its features extractor; the card game's action masks go to sb3-contrib's MaskablePPO).
 A setting SB3 cannot express is named under the table, never dropped silently. Both sides evaluate with
-the same function on the same seeds: 10 deterministic episodes every 5k steps (500 on the bandit), and the
-final policy on 50 fresh episodes (1000 on the bandit).
+the same function on the same episodes: 10 deterministic episodes every 5k steps (500 on the bandit) on the env
+Thrust's trainer evaluates on (a twin draws other start states than gymnasium's env from the same seed), and the
+final policy on 50 fresh episodes (1000 on the bandit) of the env SB3 trains on.
 
 Per row, over the seeds: the final-eval IQM (interquartile mean, rliable's aggregate) of each side with
 its 95% percentile-bootstrap CI, P(Thrust >= SB3) (rliable's probability of improvement: the share of
@@ -319,13 +320,15 @@ def run_sb3(job: Job, thrust_env, config, budget, eval_every, evals, offset):
     pipeline = Pipeline.of(config)
 
     class Evaluations(BaseCallback):
-        """Thrust's evaluation every `eval_every` env steps, on the seeds Thrust's trainer uses."""
+        """Thrust's evaluation every `eval_every` env steps, on the env and seeds Thrust's trainer evaluates on: the
+        episodes Thrust's run plays at its evaluations (steps to target and the late read compare them)."""
 
         next_eval = eval_every
 
         def _on_step(self) -> bool:
             if self.num_timesteps >= self.next_eval:
-                evals.append((self.num_timesteps, evaluate(act, env_id, 10, job.seed + offset, pipeline=pipeline).mean))
+                result = evaluate(act, thrust_env, 10, job.seed + offset, pipeline=pipeline)
+                evals.append((self.num_timesteps, result.mean))
                 self.next_eval += eval_every
             return True
 
@@ -635,7 +638,10 @@ def markdown(rows: list[dict], kept: dict[str, KeptRow], when: str) -> list[str]
         "(ties count one half); *ends at target*: seeds whose final eval reached the row's target (validation.py's); "
         "*steps to target*: the first evaluation (every 5k steps; 500 on the bandit, 1k on MountainCarContinuous (TD3's "
         "and DDPG's 10k) and the card game, 50k on "
-        "Acrobot and MountainCar, 25k on MinAtar) that reached it; *parity*: "
+        "Acrobot and MountainCar, 25k on MinAtar) that reached it, both sides' evaluations on the env and seeds Thrust's "
+        "trainer evaluates on (before 2026-12-07 SB3's ran on gymnasium's env where Thrust's is a twin: other start "
+        "states from the same seeds, so twin rows run earlier compare different episodes here and in the late read); "
+        "*parity*: "
         "P >= 0.5 and Thrust's IQM inside or above SB3's CI. A named preset with settings of its own has its row "
         "(`annealed`, `no-sde`: both sides on its settings); the others train with these rows' settings (`fast` evaluates "
         "more often and stops at the solve) or need a GPU (`gpu`: 4,096 envs, 10M steps). Rows not listed were "

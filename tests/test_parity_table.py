@@ -254,6 +254,29 @@ def test_only_names_an_envs_rows_or_one_preset_row_alone(parity):
     assert ("td3", "mountaincar-continuous", "default") not in everything
 
 
+def test_sb3s_evaluations_during_training_play_the_episodes_thrusts_trainer_plays(parity, monkeypatch):
+    """On a twin row (Thrust's CartPole, gymnasium's for SB3's training) SB3's evaluations every `eval_every` steps
+    run on Thrust's env with the trainer's seeds: gymnasium's env draws other start states from the same seed, so
+    the steps to target and the late read would compare different episodes; the final evaluation stays on the env
+    SB3 trains on, for both sides."""
+    import thrust_app.training.evaluation as evaluation
+    from thrust_app.training.trainer import EVAL_SEED_OFFSET
+
+    played = []
+    real = evaluation.evaluate
+
+    def recorded(act, env, n, seed, **kwargs):
+        played.append((env, seed))
+        return real(act, env, n, seed, **kwargs)
+
+    monkeypatch.setattr(evaluation, "evaluate", recorded)
+    job = parity.Job("dqn", "cartpole", "sb3", seed=3)
+    thrust_env, config, _ = parity.thrust_config("dqn", "cartpole", [])
+    _, steps, _, env_id = parity.run_sb3(job, thrust_env, config, 600, 300, evals := [], EVAL_SEED_OFFSET)
+    assert (thrust_env, env_id) == ("thrust/CartPole-v0", "CartPole-v1") and steps >= 600 and len(evals) == 2
+    assert played == [(thrust_env, 3 + EVAL_SEED_OFFSET)] * 2  # what Trainer.evaluate passes for seed 3
+
+
 def test_sb3s_side_of_a_minatar_row_trains_and_acts_in_thrusts_pipeline(parity):
     """SB3 sees MinAtar's grid as Thrust's training does (channels first, float), through Thrust's CNN, and its
     deterministic policy acts on the observations Thrust's evaluation hands it."""
