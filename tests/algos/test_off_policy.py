@@ -108,9 +108,11 @@ def test_dqns_learning_step_through_the_board_cnn_equals_sb3s():
 
 #: algorithm: (env, initial learning rate, its settings beside the whole run's): DQN greedy after the warm-up
 #: (epsilon 0) with a soft target copy every 50 steps; TD3 and DDPG without exploration noise, three critic steps a
-#: phase so that TD3's delayed actor steps fall across phases. Their rate is lower: at 3e-3, DDPG's two runs part
-#: from float rounding alone (actions equal to 1e-7 at step 172, 3e-5 at 196, 3e-2 at 292), as chaos does
+#: phase so that TD3's delayed actor steps fall across phases; SAC acting on its policy's draws, its temperature
+#: learned. Their rate is lower: at 3e-3, DDPG's two runs part from float rounding alone (actions equal to 1e-7 at
+#: step 172, 3e-5 at 196, 3e-2 at 292), as chaos does
 WHOLE_RUNS = {
+    "sac": ("Pendulum-v1", 1e-3, {"tau": 0.05, "gradient_steps": 3}),
     "dqn": ("CartPole-v1", 3e-3, {"target_update_interval": 50, "tau": 0.5, "max_grad_norm": 10.0, "gradient_steps": 2}),
     "td3": ("Pendulum-v1", 1e-3, {"tau": 0.05, "gradient_steps": 3, "target_policy_noise": 0.2, "target_noise_clip": 0.5}),
     "ddpg": ("Pendulum-v1", 1e-3, {"tau": 0.05, "gradient_steps": 3}),
@@ -120,8 +122,9 @@ WHOLE_RUNS = {
 @pytest.mark.parametrize("algo_name", list(WHOLE_RUNS))
 def test_a_run_acts_updates_and_moves_its_targets_when_sb3s_does(algo_name):
     """A whole run against SB3's from the same weights and env seeds, the learning rate falling linearly: Thrust
-    replays SB3's warm-up actions and the replay rows SB3 sampled (TD3's smoothing noise from SB3's random
-    stream), and acts without exploration after the warm-up on both sides. Then each action, which depends on every
+    replays SB3's warm-up actions and the replay rows SB3 sampled, draws its noise (SAC's actions, TD3's target
+    smoothing) from SB3's random stream, and acts without exploration noise after the warm-up (DQN, TD3, DDPG; SAC
+    draws its actions from its policy, from that stream, as SB3 does). Then each action, which depends on every
     earlier update, learning rate and target move, must be SB3's; Thrust must learn from exactly SB3's minibatches,
     no more (SB3 first learns once more than learning_starts steps are collected) and no fewer; and the nets must
     end equal (with the learning rate read where SB3 reads it, after collecting). Pendulum's episodes are cut by
@@ -138,7 +141,7 @@ def test_a_run_acts_updates_and_moves_its_targets_when_sb3s_does(algo_name):
     settings = {"learning_starts": 100, "train_freq": 4, "batch_size": 16, "buffer_size": 1_000, "gamma": 0.99} | own
     if algo_name == "dqn":
         settings |= {"exploration_initial_eps": 0.0, "exploration_final_eps": 0.0}
-    model_class = {"dqn": sb3.DQN, "td3": sb3.TD3, "ddpg": sb3.DDPG}[algo_name]
+    model_class = {"dqn": sb3.DQN, "td3": sb3.TD3, "ddpg": sb3.DDPG, "sac": sb3.SAC}[algo_name]
     net = {"learning_rate": lambda progress: learning_rate * progress, "policy_kwargs": {"net_arch": [64, 64]}}
     model = model_class("MlpPolicy", make_vec_env(env_id, n_envs=1, seed=0), seed=0, device="cpu", **settings, **net)
     initial = {name: weight.clone() for name, weight in model.policy.state_dict().items()}
@@ -146,13 +149,16 @@ def test_a_run_acts_updates_and_moves_its_targets_when_sb3s_does(algo_name):
     get_samples = model.replay_buffer._get_samples
     model.replay_buffer._get_samples = lambda rows, env=None: sampled.append(rows.copy()) or get_samples(rows, env)
     torch.manual_seed(7)
-    noise_stream = torch.get_rng_state()  # SB3 draws TD3's smoothing noise from torch's global stream
+    noise_stream = torch.get_rng_state()  # SB3 draws SAC's actions and TD3's smoothing from torch's global stream
     model.learn(steps)
 
     config = settings | {"learning_rate": learning_rate, "lr_schedule": "linear", "hidden": [64, 64], "update": "reference"}
-    algo = build_algorithm(algo_name, env_id, config | ({} if algo_name == "dqn" else {"noise_type": "none"}), "cpu", 0)
+    algo = build_algorithm(
+        algo_name, env_id, config | ({"noise_type": "none"} if algo_name in ("td3", "ddpg") else {}), "cpu", 0
+    )
     algo.total_timesteps = steps
-    algo.generator.set_state(noise_stream)
+    algo.generator.set_state(noise_stream)  # TD3's smoothing noise
+    torch.set_rng_state(noise_stream)  # SAC's draws
     with torch.no_grad():
         for name, weight in sb3_weights(algo_name, algo):
             weight.copy_(initial[name])
@@ -188,4 +194,6 @@ def test_a_run_acts_updates_and_moves_its_targets_when_sb3s_does(algo_name):
     learned = model.policy.state_dict()
     for name, weight in sb3_weights(algo_name, algo):
         torch.testing.assert_close(weight, learned[name], atol=1e-5, rtol=1e-4, msg=lambda m, n=name: f"{n}: {m}")
+    if algo_name == "sac":
+        torch.testing.assert_close(algo.log_alpha.detach(), model.log_ent_coef.detach(), atol=1e-6, rtol=1e-5)
     assert max(float((learned[name] - initial[name]).abs().max()) for name in initial) > 1e-2  # both learned
