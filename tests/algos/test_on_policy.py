@@ -9,6 +9,8 @@ rollout with its own policy, Thrust's net takes that policy's weights, and
   the observations, rewards (with the bootstraps of cut episodes), ends, log-probabilities, values and GAE must
   be SB3's, step for step. The draws themselves differ (SB3 samples with torch.multinomial, Thrust by
   Gumbel-max); that both draw from the same distribution is the log-probabilities being equal;
+- three iterations in a row, Thrust acting SB3's actions and (PPO) taking SB3's minibatch order, must end with
+  SB3's weights, each update reading its schedules where SB3 reads them;
 - and each library's own initial weights are drawn alike (the same orthogonal gains layer by layer)."""
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ import pytest
 import torch
 
 from thrust_app.algos import build_algorithm
-from thrust_app.algos.rollout import Rollout, collect_rollout, compute_gae
+from thrust_app.algos.rollout import Rollout, collect_rollout, collect_steps, compute_gae
 from thrust_app.envs.batched import make_batched
 from thrust_app.envs.pipeline import Pipeline, register_on_demand
 from thrust_app.envs.tensors import EnvIO
@@ -197,6 +199,75 @@ def test_a_rollout_equals_sb3s_from_the_same_weights_env_seeds_and_actions(case)
     advantages, returns = compute_gae(rollout.rewards, rollout.values, rollout.dones, rollout.last_values, 0.99, 0.95)
     close(advantages, buffer.advantages, atol=1e-4, rtol=1e-5)
     close(returns, buffer.returns, atol=1e-4, rtol=1e-5)
+
+
+@pytest.mark.parametrize("algo_name", ["ppo", "a2c"])
+def test_a_run_of_several_rollouts_ends_with_sb3s_weights(algo_name, monkeypatch):
+    """Three iterations against SB3's from the same weights and env seeds, linear schedules: Thrust acts SB3's
+    recorded actions and, for PPO, takes its minibatches in SB3's order (SB3 shuffles env-major flattened steps,
+    Thrust step-major: index e * n_steps + t is Thrust's t * n_envs + e), 4 minibatches per epoch, advantages
+    normalised per minibatch; A2C on 8-step rollouts. What carries from one rollout to the next (the last
+    observation, the episodes under way), the minibatch split and the schedules must leave SB3's weights."""
+    import stable_baselines3 as sb3
+    from stable_baselines3.common.callbacks import BaseCallback
+    from stable_baselines3.common.env_util import make_vec_env
+
+    n_steps, iterations = (32, 3) if algo_name == "ppo" else (8, 3)
+    timesteps = iterations * n_steps * N_ENVS
+    shared = {"n_steps": n_steps, "gamma": 0.99, "gae_lambda": 0.95, "ent_coef": 0.01, "vf_coef": 0.5, "max_grad_norm": 0.5}
+    shared |= {"batch_size": 32, "n_epochs": 3} if algo_name == "ppo" else {}
+    linear = {"learning_rate": lambda progress: 1e-3 * progress}
+    linear |= {"clip_range": lambda progress: 0.2 * progress} if algo_name == "ppo" else {}
+    model_class = {"ppo": sb3.PPO, "a2c": sb3.A2C}[algo_name]
+    model = model_class("MlpPolicy", make_vec_env("CartPole-v1", n_envs=N_ENVS, seed=0), seed=0, **shared, **linear)
+    initial = {name: weight.clone() for name, weight in model.policy.state_dict().items()}
+    actions: list[torch.Tensor] = []
+
+    class Rollouts(BaseCallback):
+        def _on_step(self) -> bool:
+            return True
+
+        def _on_rollout_end(self) -> None:
+            actions.append(torch.as_tensor(self.model.rollout_buffer.actions[..., 0].copy()).long())
+
+    orders: list[torch.Tensor] = []
+    permutation = np.random.permutation
+
+    def recorded(n: int) -> np.ndarray:
+        order = permutation(n)
+        orders.append(torch.as_tensor([(i % n_steps) * N_ENVS + i // n_steps for i in order]))
+        return order
+
+    with monkeypatch.context() as patched:
+        patched.setattr(np.random, "permutation", recorded)
+        model.learn(timesteps, callback=Rollouts())
+
+    config = shared | {"n_envs": N_ENVS, "hidden": [64, 64], "activation": "tanh", "update": "reference"}
+    config |= {"learning_rate": 1e-3, "lr_schedule": "linear"}
+    config |= {"clip_range": 0.2, "clip_schedule": "linear"} if algo_name == "ppo" else {}
+    algo = build_algorithm(algo_name, "CartPole-v1", config, torch.device("cpu"), 0)
+    with torch.no_grad():
+        for name, weight in actor_critic_weights(algo.net):
+            weight.copy_(initial[name])
+    rollouts = iter(actions)
+    algo.collect_steps = lambda inputs: collect_steps(*inputs, ReplayedActions(algo.net, next(rollouts)), n_steps, 0.99)
+    sb3_orders = iter(orders)
+    monkeypatch.setattr(torch, "randperm", lambda n, **kwargs: next(sb3_orders))
+    env = make_batched("CartPole-v1", N_ENVS, seed=0, pipeline=Pipeline(), check_actions=False)
+    env_io = EnvIO(torch.device("cpu"))
+    obs = env_io.reset(env)
+    for _ in range(iterations):  # the trainer's loop (training/trainer.py)
+        algo.apply_schedules(learning_progress(algo, N_ENVS, timesteps))
+        obs = algo.iteration(env, env_io, obs).obs
+    env.close()
+
+    assert next(rollouts, None) is None  # each of SB3's rollouts acted
+    if algo_name == "ppo":  # (A2C learns from the whole rollout at once: SB3's shuffle changes nothing there)
+        assert len(orders) == iterations * 3 and next(sb3_orders, None) is None  # each of SB3's epochs' orders used
+    learned = model.policy.state_dict()
+    for name, weight in actor_critic_weights(algo.net):
+        torch.testing.assert_close(weight, learned[name], atol=1e-5, rtol=1e-4, msg=lambda m, n=name: f"{n}: {m}")
+    assert max(float((learned[name] - initial[name]).abs().max()) for name in initial) > 1e-3  # both learned
 
 
 @pytest.mark.parametrize("algo_name", ["ppo", "a2c"])
