@@ -4,7 +4,8 @@ Pairs (rl-baselines3-zoo hyperparameters on both sides, 1 torch thread each): PP
 CartPole, SAC and TD3 on Pendulum, recurrent PPO (sb3-contrib's RecurrentPPO, the zoo's ppo_lstm entry) on CartPole
 with its velocities hidden. Thrust trains on its batched CartPole / Pendulum (gymnasium's
 CartPole-v1 / Pendulum-v1 dynamics, tested equal); SB3 on gymnasium's envs in its DummyVecEnv.
-Each run evaluates 10 deterministic episodes every 5k steps (SAC 1k; `--eval-every`; same seeds on both sides) and stops
+Each run evaluates 10 deterministic episodes every 5k steps (SAC 1k; `--eval-every`; the same episodes on both sides:
+Thrust's env and its trainer's seeds, as gymnasium's env draws other start states from the same seed) and stops
 once the mean reaches 475 (Pendulum: -200), or at the zoo's budget. Reported per pair: training
 env-steps/s with evaluation time excluded, and training seconds to solve; medians over seeds and
 the median of the per-seed Thrust/SB3 ratios.
@@ -173,7 +174,7 @@ def run_sb3(algo: str, seed: int, budget: int, stop: bool, eval_every: int = EVA
     from stable_baselines3.common.logger import Logger
     from stable_baselines3.common.vec_env import VecNormalize
 
-    _, gym_env, threshold, _, kwargs, n_envs = PAIRS[algo]
+    thrust_env, gym_env, threshold, _, kwargs, n_envs = PAIRS[algo]
     peer = importlib.import_module({"sb3": "stable_baselines3", "sbx": "sbx"}[library])
 
     class SolveCallback(BaseCallback):
@@ -194,7 +195,7 @@ def run_sb3(algo: str, seed: int, budget: int, stop: bool, eval_every: int = EVA
                 act = RecurrentPredict(self.model, normalize)
             else:
                 act = lambda obs: self.model.predict(normalize(obs), deterministic=True)[0]  # noqa: E731
-            mean = evaluate(act, gym_env, EVAL_EPISODES, seed + EVAL_SEED_OFFSET).mean
+            mean = evaluate(act, thrust_env, EVAL_EPISODES, seed + EVAL_SEED_OFFSET).mean  # the episodes Thrust's run plays
             self.eval_s += time.perf_counter() - t0
             self.next_eval += eval_every
             if mean >= threshold and self.solved_at_step is None:
