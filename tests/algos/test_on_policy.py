@@ -9,7 +9,7 @@ rollout with its own policy, Thrust's net takes that policy's weights, and
   the observations, rewards (with the bootstraps of cut episodes), ends, log-probabilities, values and GAE must
   be SB3's, step for step. The draws themselves differ (SB3 samples with torch.multinomial, Thrust by
   Gumbel-max); that both draw from the same distribution is the log-probabilities being equal;
-- three iterations in a row, Thrust acting SB3's actions and (PPO) taking SB3's minibatch order, must end with
+- four iterations in a row, Thrust acting SB3's actions and (PPO) taking SB3's minibatch order, must end with
   SB3's weights, each update reading its schedules where SB3 reads them;
 - and each library's own initial weights are drawn alike (the same orthogonal gains layer by layer)."""
 
@@ -201,34 +201,51 @@ def test_a_rollout_equals_sb3s_from_the_same_weights_env_seeds_and_actions(case)
     close(returns, buffer.returns, atol=1e-4, rtol=1e-5)
 
 
-@pytest.mark.parametrize("algo_name", ["ppo", "a2c"])
-def test_a_run_of_several_rollouts_ends_with_sb3s_weights(algo_name, monkeypatch):
-    """Three iterations against SB3's from the same weights and env seeds, linear schedules: Thrust acts SB3's
+#: case: (env, steps per env per rollout, settings beside the run's): categorical actions, Gaussian ones, gSDE; on
+#: Pendulum the third rollout of 80 steps per env holds its time-limit cut at 200 (the fourth and last update has
+#: none of training left: SB3's linear schedules give it rate 0)
+WHOLE_RUNS = {
+    "ppo-cartpole": ("CartPole-v1", 32, {}),
+    "a2c-cartpole": ("CartPole-v1", 8, {}),
+    "ppo-pendulum": ("Pendulum-v1", 80, {}),
+    "ppo-pendulum-gsde": ("Pendulum-v1", 80, {"use_sde": True, "sde_sample_freq": 4}),
+    "a2c-pendulum-gsde": ("Pendulum-v1", 80, {"use_sde": True, "sde_sample_freq": 4}),
+}
+
+
+@pytest.mark.parametrize("case", list(WHOLE_RUNS))
+def test_a_run_of_several_rollouts_ends_with_sb3s_weights(case, monkeypatch):
+    """Four iterations against SB3's from the same weights and env seeds, linear schedules: Thrust acts SB3's
     recorded actions and, for PPO, takes its minibatches in SB3's order (SB3 shuffles env-major flattened steps,
-    Thrust step-major: index e * n_steps + t is Thrust's t * n_envs + e), 4 minibatches per epoch, advantages
-    normalised per minibatch; A2C on 8-step rollouts. What carries from one rollout to the next (the last
-    observation, the episodes under way), the minibatch split and the schedules must leave SB3's weights."""
+    Thrust step-major: index e * n_steps + t is Thrust's t * n_envs + e), several minibatches per epoch,
+    advantages normalised per minibatch. What carries from one rollout to the next (the last observation, the
+    episodes under way), the minibatch split, the bootstrap of a cut episode and the schedules must leave SB3's
+    weights."""
     import stable_baselines3 as sb3
     from stable_baselines3.common.callbacks import BaseCallback
     from stable_baselines3.common.env_util import make_vec_env
 
-    n_steps, iterations = (32, 3) if algo_name == "ppo" else (8, 3)
+    algo_name = case.split("-")[0]
+    env_id, n_steps, own = WHOLE_RUNS[case]
+    iterations = 4
     timesteps = iterations * n_steps * N_ENVS
     shared = {"n_steps": n_steps, "gamma": 0.99, "gae_lambda": 0.95, "ent_coef": 0.01, "vf_coef": 0.5, "max_grad_norm": 0.5}
-    shared |= {"batch_size": 32, "n_epochs": 3} if algo_name == "ppo" else {}
+    shared |= own | ({"batch_size": 32 if n_steps == 32 else 64, "n_epochs": 3} if algo_name == "ppo" else {})
     linear = {"learning_rate": lambda progress: 1e-3 * progress}
     linear |= {"clip_range": lambda progress: 0.2 * progress} if algo_name == "ppo" else {}
     model_class = {"ppo": sb3.PPO, "a2c": sb3.A2C}[algo_name]
-    model = model_class("MlpPolicy", make_vec_env("CartPole-v1", n_envs=N_ENVS, seed=0), seed=0, **shared, **linear)
+    model = model_class("MlpPolicy", make_vec_env(env_id, n_envs=N_ENVS, seed=0), seed=0, **shared, **linear)
     initial = {name: weight.clone() for name, weight in model.policy.state_dict().items()}
     actions: list[torch.Tensor] = []
+    discrete = env_id == "CartPole-v1"
 
     class Rollouts(BaseCallback):
         def _on_step(self) -> bool:
             return True
 
         def _on_rollout_end(self) -> None:
-            actions.append(torch.as_tensor(self.model.rollout_buffer.actions[..., 0].copy()).long())
+            recorded = torch.as_tensor(self.model.rollout_buffer.actions.copy())
+            actions.append(recorded[..., 0].long() if discrete else recorded)
 
     orders: list[torch.Tensor] = []
     permutation = np.random.permutation
@@ -245,7 +262,7 @@ def test_a_run_of_several_rollouts_ends_with_sb3s_weights(algo_name, monkeypatch
     config = shared | {"n_envs": N_ENVS, "hidden": [64, 64], "activation": "tanh", "update": "reference"}
     config |= {"learning_rate": 1e-3, "lr_schedule": "linear"}
     config |= {"clip_range": 0.2, "clip_schedule": "linear"} if algo_name == "ppo" else {}
-    algo = build_algorithm(algo_name, "CartPole-v1", config, torch.device("cpu"), 0)
+    algo = build_algorithm(algo_name, env_id, config, torch.device("cpu"), 0)
     with torch.no_grad():
         for name, weight in actor_critic_weights(algo.net):
             weight.copy_(initial[name])
@@ -253,7 +270,7 @@ def test_a_run_of_several_rollouts_ends_with_sb3s_weights(algo_name, monkeypatch
     algo.collect_steps = lambda inputs: collect_steps(*inputs, ReplayedActions(algo.net, next(rollouts)), n_steps, 0.99)
     sb3_orders = iter(orders)
     monkeypatch.setattr(torch, "randperm", lambda n, **kwargs: next(sb3_orders))
-    env = make_batched("CartPole-v1", N_ENVS, seed=0, pipeline=Pipeline(), check_actions=False)
+    env = make_batched(env_id, N_ENVS, seed=0, pipeline=Pipeline(), check_actions=False)
     env_io = EnvIO(torch.device("cpu"))
     obs = env_io.reset(env)
     for _ in range(iterations):  # the trainer's loop (training/trainer.py)
@@ -264,9 +281,10 @@ def test_a_run_of_several_rollouts_ends_with_sb3s_weights(algo_name, monkeypatch
     assert next(rollouts, None) is None  # each of SB3's rollouts acted
     if algo_name == "ppo":  # (A2C learns from the whole rollout at once: SB3's shuffle changes nothing there)
         assert len(orders) == iterations * 3 and next(sb3_orders, None) is None  # each of SB3's epochs' orders used
+        assert n_steps * N_ENVS // shared["batch_size"] >= 4  # several minibatches per epoch
     learned = model.policy.state_dict()
     for name, weight in actor_critic_weights(algo.net):
-        torch.testing.assert_close(weight, learned[name], atol=1e-5, rtol=1e-4, msg=lambda m, n=name: f"{n}: {m}")
+        torch.testing.assert_close(weight, learned[name], atol=1e-6, rtol=0, msg=lambda m, n=name: f"{n}: {m}")
     assert max(float((learned[name] - initial[name]).abs().max()) for name in initial) > 1e-3  # both learned
 
 
