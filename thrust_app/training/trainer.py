@@ -2,7 +2,8 @@
 
 `train("ppo", "cartpole")` starts a run in a new folder; `resume("runs/<name>")` continues one from its
 last checkpoint, exactly where it stopped for Thrust's array-batched envs (the env state and every
-random stream are in the checkpoint). The algorithm supplies `apply_schedules` and `iteration`; the
+random stream are in the checkpoint). The algorithm supplies `apply_schedules`, `iteration` and
+`iteration_steps` (where the schedules are read: `learning_progress`); the
 loop (`Trainer.run`) reads as the list of what happens each iteration. Records go to a RunLogger,
 checkpoints to a Checkpointer; a caller can watch and steer the loop through `on_iteration`.
 """
