@@ -201,15 +201,17 @@ def test_a_rollout_equals_sb3s_from_the_same_weights_env_seeds_and_actions(case)
     close(returns, buffer.returns, atol=1e-4, rtol=1e-5)
 
 
-#: case: (env, steps per env per rollout, settings beside the run's): categorical actions, Gaussian ones, gSDE; on
-#: Pendulum the third rollout of 80 steps per env holds its time-limit cut at 200 (the fourth and last update has
-#: none of training left: SB3's linear schedules give it rate 0)
+#: case: (env, steps per env per rollout, settings beside the run's): categorical actions, Gaussian ones, gSDE, and
+#: MinAtar's board through the CNN the PPO MinAtar parity row trains (SB3 on Thrust's CNN). On Pendulum the third
+#: rollout of 80 steps per env holds its time-limit cut at 200 (the fourth and last update has none of training
+#: left: SB3's linear schedules give it rate 0)
 WHOLE_RUNS = {
     "ppo-cartpole": ("CartPole-v1", 32, {}),
     "a2c-cartpole": ("CartPole-v1", 8, {}),
     "ppo-pendulum": ("Pendulum-v1", 80, {}),
     "ppo-pendulum-gsde": ("Pendulum-v1", 80, {"use_sde": True, "sde_sample_freq": 4}),
     "a2c-pendulum-gsde": ("Pendulum-v1", 80, {"use_sde": True, "sde_sample_freq": 4}),
+    "ppo-board": ("thrust/MinAtarBreakout-v0", 32, {}),
 }
 
 
@@ -225,8 +227,9 @@ def test_a_run_of_several_rollouts_ends_with_sb3s_weights(case, monkeypatch):
     from stable_baselines3.common.callbacks import BaseCallback
     from stable_baselines3.common.env_util import make_vec_env
 
-    algo_name = case.split("-")[0]
+    algo_name, board = case.split("-")[0], case.endswith("board")
     env_id, n_steps, own = WHOLE_RUNS[case]
+    register_on_demand(env_id)
     iterations = 4
     timesteps = iterations * n_steps * N_ENVS
     shared = {"n_steps": n_steps, "gamma": 0.99, "gae_lambda": 0.95, "ent_coef": 0.01, "vf_coef": 0.5, "max_grad_norm": 0.5}
@@ -234,10 +237,12 @@ def test_a_run_of_several_rollouts_ends_with_sb3s_weights(case, monkeypatch):
     linear = {"learning_rate": lambda progress: 1e-3 * progress}
     linear |= {"clip_range": lambda progress: 0.2 * progress} if algo_name == "ppo" else {}
     model_class = {"ppo": sb3.PPO, "a2c": sb3.A2C}[algo_name]
+    cnn = {"features_extractor_class": thrust_cnn_extractor(), "net_arch": [], "activation_fn": torch.nn.ReLU}
+    linear |= {"policy_kwargs": cnn} if board else {}
     model = model_class("MlpPolicy", make_vec_env(env_id, n_envs=N_ENVS, seed=0), seed=0, **shared, **linear)
     initial = {name: weight.clone() for name, weight in model.policy.state_dict().items()}
     actions: list[torch.Tensor] = []
-    discrete = env_id == "CartPole-v1"
+    discrete = env_id != "Pendulum-v1"
 
     class Rollouts(BaseCallback):
         def _on_step(self) -> bool:
@@ -259,12 +264,14 @@ def test_a_run_of_several_rollouts_ends_with_sb3s_weights(case, monkeypatch):
         patched.setattr(np.random, "permutation", recorded)
         model.learn(timesteps, callback=Rollouts())
 
-    config = shared | {"n_envs": N_ENVS, "hidden": [64, 64], "activation": "tanh", "update": "reference"}
+    activation = "relu" if board else "tanh"
+    config = shared | {"n_envs": N_ENVS, "hidden": [64, 64], "activation": activation, "update": "reference"}
     config |= {"learning_rate": 1e-3, "lr_schedule": "linear"}
     config |= {"clip_range": 0.2, "clip_schedule": "linear"} if algo_name == "ppo" else {}
     algo = build_algorithm(algo_name, env_id, config, torch.device("cpu"), 0)
+    weights = shared_cnn_weights if board else actor_critic_weights
     with torch.no_grad():
-        for name, weight in actor_critic_weights(algo.net):
+        for name, weight in weights(algo.net):
             weight.copy_(initial[name])
     rollouts = iter(actions)
     algo.collect_steps = lambda inputs: collect_steps(*inputs, ReplayedActions(algo.net, next(rollouts)), n_steps, 0.99)
@@ -283,7 +290,7 @@ def test_a_run_of_several_rollouts_ends_with_sb3s_weights(case, monkeypatch):
         assert len(orders) == iterations * 3 and next(sb3_orders, None) is None  # each of SB3's epochs' orders used
         assert n_steps * N_ENVS // shared["batch_size"] >= 4  # several minibatches per epoch
     learned = model.policy.state_dict()
-    for name, weight in actor_critic_weights(algo.net):
+    for name, weight in weights(algo.net):
         torch.testing.assert_close(weight, learned[name], atol=1e-6, rtol=0, msg=lambda m, n=name: f"{n}: {m}")
     assert max(float((learned[name] - initial[name]).abs().max()) for name in initial) > 1e-3  # both learned
 
