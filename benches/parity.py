@@ -648,7 +648,7 @@ def markdown(rows: list[dict], kept: dict[str, KeptRow], when: str) -> list[str]
         "not run on this machine (Snake: a CNN for 300k steps, 15-25 min per run per side; the MuJoCo rows, run "
         "only when named, hours: SAC and TD3 at 100k steps, PPO and A2C at their presets' 1M, 10 final episodes; MinAtar's, "
         "named only too: validation's budgets, DQN 250k and PPO 500k steps; PPO's took 3.5 to 4.7 min a run on "
-        "either side, two at a time, on a 2-core Xeon VM, DQN's 26 to 27 min a Thrust run and 47 to 61 min an SB3 run; "
+        "either side, two at a time, on a 2-core Xeon VM, DQN's 26 to 30 min a Thrust run and 30 to 61 min an SB3 run; "
         "recurrent PPO on PendulumNoVel and TD3 and DDPG on MountainCarContinuous, named only too: half an hour or "
         "more a run).",
         "",
