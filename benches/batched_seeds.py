@@ -117,7 +117,8 @@ def main() -> None:
     args.json.parent.mkdir(parents=True, exist_ok=True)
     args.json.write_text(json.dumps(rows, indent=2))
     if args.write_docs:
-        command = f"`python benches/batched_seeds.py --seeds {args.seeds} --timesteps {args.timesteps} --rounds {args.rounds}`"
+        command = f"`python benches/batched_seeds.py --seeds {args.seeds} --timesteps {args.timesteps} --rounds {args.rounds}"
+        command += f" --env {args.env}`"
         replace_block(ROOT / "docs" / "backends.md", "batched-seeds", [f"{command}, {args.workers} cores:", "", *table(rows)])
 
 

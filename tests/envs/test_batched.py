@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import torch
 
-from thrust_app.envs.batched import make_batched
+from thrust_app.envs.batched import make_batched, step_together
 from thrust_app.envs.core import Discrete, InvalidActionError, make_core
 
 N = 16
@@ -61,6 +61,37 @@ def test_array_batched_env_matches_the_core_step_for_step(env_id, backend, n):
                 load_state(core, state[i])
             np.testing.assert_allclose(to_numpy(out.obs)[i], np.float32(vec_obs_of(core)), atol=1e-6)
     assert episodes_done > n  # auto-reset was exercised
+
+
+@pytest.mark.parametrize("backend", ["numpy", "torch"])
+@pytest.mark.parametrize("env_id", ["bandit", "cartpole", "pendulum"])
+def test_envs_stepped_together_end_where_their_own_steps_leave_them(env_id, backend):
+    together = [make_batched(env_id, 3, seed=seed, backend=backend) for seed in (0, 1, 2)]
+    alone = [make_batched(env_id, 3, seed=seed, backend=backend) for seed in (0, 1, 2)]
+    for env in together + alone:
+        env.reset()
+    rng = np.random.default_rng(0)
+    for t in range(250):
+        actions = random_actions(together[0].action_space, rng, 9, backend)
+        out = step_together(together, actions)
+        own = [env.step(actions[3 * k : 3 * k + 3]) for k, env in enumerate(alone)]
+        for name, field in out._asdict().items():
+            if field is not None:
+                expected = np.concatenate([to_numpy(getattr(step, name)) for step in own])
+                np.testing.assert_array_equal(to_numpy(field), expected, err_msg=f"t={t} {name}")
+    for mine, theirs in zip(together, alone, strict=True):  # each env's state, counters and generator: its own
+        for name in ("state", "steps", "returns"):
+            np.testing.assert_array_equal(to_numpy(getattr(mine, name)), to_numpy(getattr(theirs, name)))
+        assert to_numpy(mine.step(actions[:3]).obs).tolist() == to_numpy(theirs.step(actions[:3]).obs).tolist()
+
+
+def test_only_array_batched_envs_of_one_kind_step_together():
+    cartpoles = [make_batched("cartpole", 2), make_batched("cartpole", 1)]  # one copy steps through the core
+    with pytest.raises(ValueError, match="of one kind, more than one copy each"):
+        step_together(cartpoles, np.zeros(3, np.int64))
+    mixed = [make_batched("cartpole", 2), make_batched("cartpole-novel", 2)]
+    with pytest.raises(ValueError, match="of one kind"):
+        step_together(mixed, np.zeros(4, np.int64))
 
 
 def vec_obs_of(core):

@@ -61,8 +61,15 @@ def lone_run(algo: str, env: str, seed: int, tmp_path, preset: str, n: int):
 
 @pytest.mark.parametrize(
     "algo, env, preset, iterations",
-    [("ppo", "CartPole-v1", "default", 3), ("a2c", "CartPole-v1", "default", 12), ("ppo", "Pendulum-v1", "no-sde", 1)],
-    ids=["ppo-discrete", "a2c-rmsprop", "ppo-box"],  # Box: one iteration, as far as two forms of the lone run itself
+    [
+        ("ppo", "CartPole-v1", "default", 3),
+        ("a2c", "CartPole-v1", "default", 12),
+        ("ppo", "Pendulum-v1", "no-sde", 1),
+        ("ppo", "cartpole", "default", 3),  # Thrust's array-batched env: every seed's envs in one array step
+        ("ppo", "pendulum", "no-sde", 1),  # ... through the time limit's cut episodes (200 steps)
+    ],
+    ids=["ppo-discrete", "a2c-rmsprop", "ppo-box", "ppo-arrays", "ppo-box-arrays"],
+    # Box: PPO one iteration, as far as two forms of the lone run itself
     # agree (its written-out and autograd updates part by ~5e-3 in the second: PPO's 320 Adam steps on Pendulum grow
     # float rounding)
 )
@@ -77,7 +84,7 @@ def test_a_seed_of_a_batch_follows_the_lone_run_of_that_seed(algo, env, preset, 
         results = batch.iteration([t.env for t in batched], [t.obs for t in batched])
         for trainer, result in zip(batched, results, strict=True):
             trainer.obs = result.obs
-    algo_box = env == "Pendulum-v1"
+    algo_box = env in ("Pendulum-v1", "pendulum")
     for k, (trainer, iteration) in enumerate(lone):
         # discrete: the same actions, the same episodes; Box: actions equal to float rounding, which 200 steps of a
         # pendulum's dynamics grow to ~1e-4 of a return

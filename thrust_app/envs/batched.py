@@ -10,8 +10,10 @@ which costs a few array ops but never a device-to-host sync.
 from __future__ import annotations
 
 import functools
+import itertools
 import math
 from abc import abstractmethod
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from .arrays import BackendName, make_backend
@@ -124,34 +126,40 @@ class ArrayBatchedEnv(VecEnv):
         self.backend.set_state(saved["rng"])
 
     def step(self, actions: Any) -> BatchStep:
-        xp = self.xp
         actions = self.backend.asarray(actions)
         if self.check_actions:
             validate_actions(actions, self.action_space, self.num_envs, self.backend)
         if self.scalar_core is not None:
             return self._step_one(actions)
-        state, reward, terminated = self._dynamics(self.state, actions)
-        self.steps = self.steps + 1
+        out, self.state, self.steps, self.returns = self._advance(
+            self.state, self.steps, self.returns, actions, self._start_state(self.num_envs)
+        )
+        return out
+
+    def _advance(self, state: Any, steps: Any, returns: Any, actions: Any, starts: Any) -> tuple[BatchStep, Any, Any, Any]:
+        """One step of copies in (state, steps, returns) with `actions`, a copy whose episode ends restarting at its
+        row of `starts`: the BatchStep and the new (state, steps, returns). Changes no array in place."""
+        xp = self.xp
+        state, reward, terminated = self._dynamics(state, actions)
+        steps, returns = steps + 1, returns + reward
         if self.max_episode_steps is not None:
-            truncated = self.steps >= self.max_episode_steps
+            truncated = steps >= self.max_episode_steps
         else:
             truncated = xp.zeros_like(terminated)
-        self.returns = self.returns + reward
         done = terminated | truncated
         final_obs = self._observe(state)
-        episode_return, episode_length = self.returns, self.steps
-        self.state = xp.where(done[:, None], self._start_state(self.num_envs), state)
-        self.steps = xp.where(done, 0, self.steps)
-        self.returns = xp.where(done, 0.0, self.returns)
-        return BatchStep(
-            obs=self._observe(self.state),
+        out = BatchStep(
+            obs=None,
             reward=xp.astype(reward, xp.float32),
             terminated=terminated,
             truncated=truncated,
             final_obs=final_obs,
-            episode_return=episode_return,
-            episode_length=episode_length,
+            episode_return=returns,
+            episode_length=steps,
         )
+        state = xp.where(done[:, None], starts, state)
+        steps, returns = xp.where(done, 0, steps), xp.where(done, 0.0, returns)
+        return out._replace(obs=self._observe(state)), state, steps, returns
 
     def _step_one(self, actions: Any) -> BatchStep:
         """`step` for one numpy copy through the core's scalar `_step`; new start states are drawn only when
@@ -159,7 +167,7 @@ class ArrayBatchedEnv(VecEnv):
         import numpy as np
 
         core = self.scalar_core
-        self._load_core(self.state[0])
+        self._load_core(core, self.state[0])
         action = int(actions[0]) if isinstance(self.action_space, Discrete) else [float(v) for v in actions[0]]
         obs, reward, terminated, _ = core._step(action)
         steps, episode_return = int(self.steps[0]) + 1, float(self.returns[0]) + reward
@@ -169,7 +177,7 @@ class ArrayBatchedEnv(VecEnv):
             self.state, self.steps, self.returns = self._start_state(1), np.zeros(1, np.int64), np.zeros(1)
             next_obs = self._observe(self.state)
         else:
-            self.state = np.asarray([self._core_state()], dtype=np.float64)
+            self.state = np.asarray([self._core_state(core)], dtype=np.float64)
             self.steps, self.returns = np.asarray([steps]), np.asarray([episode_return])
             next_obs = final_obs
         return BatchStep(
@@ -182,13 +190,47 @@ class ArrayBatchedEnv(VecEnv):
             episode_length=np.asarray([steps], dtype=np.int64),
         )
 
-    def _load_core(self, row: Any) -> None:
-        """Put one copy's state row into the scalar core (its state list; the bandit overrides)."""
-        self.scalar_core.state = row.tolist()
+    def _load_core(self, core: Any, row: Any) -> None:
+        """Put one copy's state row into `core` (its state list; the bandit overrides)."""
+        core.state = row.tolist()
 
-    def _core_state(self) -> list[float]:
-        """The scalar core's state as a state row."""
-        return self.scalar_core.state
+    def _core_state(self, core: Any) -> list[float]:
+        """`core`'s state as a state row."""
+        return core.state
+
+    def reset_to_core_seeds(self, seeds: Sequence[int]) -> Any:
+        """Start copy i where the core starts an episode with seed `seeds[i]` (the episode the registered
+        single env, `gymnasium.make(env_id).reset(seed=seeds[i])`, plays); the observations. Needs one copy per seed."""
+        if len(seeds) != self.num_envs:
+            raise ValueError(f"{len(seeds)} seeds for {self.num_envs} copies; give one seed per copy")
+        core, rows = make_core(self.core_id), []
+        for seed in seeds:
+            core.reset(seed=int(seed))
+            rows.append(self._core_state(core))
+        xp = self.xp
+        self.state = self.backend.asarray(rows, dtype=xp.float64)
+        self.steps, self.returns = xp.zeros_like(self.steps), xp.zeros_like(self.returns)
+        return self._observe(self.state)
+
+
+def step_together(envs: Sequence[ArrayBatchedEnv], actions: Any) -> BatchStep:
+    """`step` of several envs of one kind (array path: more than one copy each, one backend) as one array step:
+    `actions` are theirs one after another, and so are the BatchStep's rows. Each env ends as its own `step`
+    would leave it, its fresh start states drawn from its own generator."""
+    first, sizes = envs[0], [env.num_envs for env in envs]
+    if any(type(env) is not type(first) or env.scalar_core is not None for env in envs):
+        raise ValueError("step_together steps array-batched envs of one kind, more than one copy each")
+    xp = first.xp
+    actions = first.backend.asarray(actions)
+    if first.check_actions:
+        validate_actions(actions, first.action_space, sum(sizes), first.backend)
+    joined = [xp.concat([getattr(env, name) for env in envs]) for name in ("state", "steps", "returns")]
+    starts = xp.concat([env._start_state(env.num_envs) for env in envs])
+    out, *arrays = first._advance(*joined, actions, starts)
+    offsets = [0, *itertools.accumulate(sizes)]
+    for env, begin, end in zip(envs, offsets, offsets[1:], strict=False):
+        env.state, env.steps, env.returns = (array[begin:end] for array in arrays)
+    return out
 
 
 class BatchedBandit(ArrayBatchedEnv):
@@ -202,11 +244,11 @@ class BatchedBandit(ArrayBatchedEnv):
     def _observe(self, state: Any) -> Any:
         return self.xp.astype(state, self.xp.float32)
 
-    def _load_core(self, row: Any) -> None:
-        self.scalar_core.context = int(row[0])
+    def _load_core(self, core: Any, row: Any) -> None:
+        core.context = int(row[0])
 
-    def _core_state(self) -> list[float]:
-        return [float(self.scalar_core.context)]
+    def _core_state(self, core: Any) -> list[float]:
+        return [float(core.context)]
 
     def _dynamics(self, state: Any, actions: Any) -> tuple[Any, Any, Any]:
         xp = self.xp

@@ -31,8 +31,9 @@ from ..algos.base import Algorithm, Iteration, set_learning_rate
 from ..algos.on_policy import OnPolicyAlgorithm
 from ..algos.ppo import PPO, Minibatch, ppo_loss
 from ..algos.rollout import compute_gae
+from ..envs.batched import ArrayBatchedEnv, step_together
 from ..envs.core import Box, Discrete
-from ..envs.vec import VecEnv, episode_ended
+from ..envs.vec import BatchStep, VecEnv, episode_ended
 from ..nets.flat_params import clip_grad_norm_, padded_sizes
 from ..nets.policies import ActorCritic, TwinTowers, is_image
 
@@ -52,6 +53,17 @@ def unbatchable_reason(algo: Algorithm, env: VecEnv) -> str | None:
     if getattr(algo.config, "target_kl", 0.0):
         return "target_kl stops each seed's epochs at its own time; batched seeds need target_kl 0"
     return None
+
+
+def step_every_seed(envs: Sequence[VecEnv], actions: np.ndarray) -> BatchStep:
+    """Each seed's env stepped on its row of `actions` (N, E, ...); the BatchStep's arrays (N, E, ...). Copies of one
+    array-batched env (Thrust's CartPole, Pendulum, ...) step as one array step for all seeds (`step_together`:
+    each env's own start-state draws, so each seed's env as its own `step` leaves it); others one env at a time."""
+    if all(isinstance(env, ArrayBatchedEnv) and env.scalar_core is None for env in envs):
+        step = step_together(envs, actions.reshape(-1, *actions.shape[2:]))
+        return BatchStep(*(None if x is None else x.reshape(len(envs), -1, *x.shape[1:]) for x in step))
+    steps = [env.step(action) for env, action in zip(envs, actions, strict=True)]
+    return BatchStep(*(None if x[0] is None else np.stack(x) for x in zip(*steps, strict=True)))
 
 
 class StackedTowers:
@@ -197,18 +209,17 @@ class StackedOnPolicy:
             head_out, values = towers.heads(self.params, obs)
             actions, log_probs = self.draw(head_out, noise[:, t])
             sent = actions.numpy() if net.discrete else torch.clamp(actions, net.low, net.high).numpy()
-            steps = [env.step(action) for env, action in zip(envs, sent, strict=True)]
-            rewards = torch.from_numpy(np.stack([step.reward for step in steps]))
-            cut = torch.from_numpy(np.stack([step.truncated & ~step.terminated for step in steps]))
+            step = step_every_seed(envs, sent)
+            rewards = torch.from_numpy(step.reward)
+            cut = torch.from_numpy(step.truncated & ~step.terminated)
             if cut.any():  # bootstrap a cut episode: r + gamma * V(s_final), as the reference does
-                final = torch.from_numpy(np.stack([step.final_obs for step in steps]))
-                rewards = rewards + cut * (config.gamma * towers.value(self.params, final))
-            dones = torch.from_numpy(np.stack([step.terminated | step.truncated for step in steps]))
+                rewards = rewards + cut * (config.gamma * towers.value(self.params, torch.from_numpy(step.final_obs)))
+            dones = torch.from_numpy(step.terminated | step.truncated)
             for key, item in zip(recorded, (obs, actions, log_probs, values, rewards, dones), strict=True):
                 recorded[key].append(item)
-            for key, item in zip(episodes, ("episode_return", "episode_length", None), strict=True):
-                episodes[key].append(np.stack([getattr(step, item) if item else episode_ended(step) for step in steps]))
-            obs = torch.from_numpy(np.stack([step.obs for step in steps]))
+            for key, item in zip(episodes, (step.episode_return, step.episode_length, episode_ended(step)), strict=True):
+                episodes[key].append(item)
+            obs = torch.from_numpy(step.obs)
         out = {key: torch.stack(items) for key, items in recorded.items()} | {k: np.stack(v) for k, v in episodes.items()}
         out["dones"] = out["dones"].float()
         out["last_values"], out["obs_next"] = towers.value(self.params, obs), obs

@@ -18,6 +18,7 @@ import numpy as np
 from ..envs import make_env
 from ..envs.pipeline import Pipeline
 from ..envs.vec import env_action_mask, has_mask_method
+from ..speed.array_evaluation import array_twin, play_in_arrays
 
 #: An evaluation episode of an env with no time limit of its own (CliffWalking, a user's env) ends here: a
 #: deterministic policy that never reaches a terminal state would otherwise evaluate forever.
@@ -56,16 +57,28 @@ def evaluate(
     seed: int | Sequence[int] = 0,
     env_kwargs: dict | None = None,
     pipeline: Pipeline | None = None,
+    in_arrays: bool = True,
 ) -> EvalResult:
     """Run `episodes` episodes side by side, one env each (episode i seeded seed + i, or seed[i]), stepping the
     unfinished ones per policy call, in the run's `pipeline` without its training-only steps (returns are the
     game's); episodes of an env without a time limit end at UNLIMITED_EPISODE_CAP steps. A policy with
-    `takes_rows` is called as act(obs, rows=live), the episodes the rows are of (a seed batch's, per seed)."""
+    `takes_rows` is called as act(obs, rows=live), the episodes the rows are of (a seed batch's, per seed).
+    `in_arrays`: play the episodes as rows of one array-batched env where the env has one (the same episodes and
+    results, speed/array_evaluation.py); False: one gymnasium env per episode always (the reference)."""
     if episodes < 1:
         raise ValueError(f"episodes must be >= 1, got {episodes}")
-    envs = [make_env(env_id, pipeline, **(env_kwargs or {})) for _ in range(episodes)]
-    cap = UNLIMITED_EPISODE_CAP if envs[0].spec is None or envs[0].spec.max_episode_steps is None else None
     seeds = range(seed, seed + episodes) if isinstance(seed, int) else seed
+    twin = array_twin(env_id, env_kwargs, pipeline, act) if in_arrays else None
+    if twin is not None:
+        return EvalResult(*play_in_arrays(act, twin, seeds))
+    return play_on_own_envs(act, [make_env(env_id, pipeline, **(env_kwargs or {})) for _ in range(episodes)], seeds)
+
+
+def play_on_own_envs(act: Callable[..., np.ndarray], envs: list, seeds: Sequence[int]) -> EvalResult:
+    """The reference: episode i on its own gymnasium env `envs[i]`, seeded `seeds[i]`, the unfinished episodes
+    stepped one by one after each policy call."""
+    episodes = len(envs)
+    cap = UNLIMITED_EPISODE_CAP if envs[0].spec is None or envs[0].spec.max_episode_steps is None else None
     resets = [env.reset(seed=int(s)) for s, env in zip(seeds, envs, strict=True)]
     obs = [o for o, _ in resets]
     method = has_mask_method(envs[0])  # asked once: the lookup walks the wrappers
