@@ -34,6 +34,8 @@ def test_episodes_in_arrays_are_the_reference_episodes(env_id):
     assert fast.returns == reference.returns and fast.lengths == reference.lengths
     assert fast.successes is None and reference.successes is None
     assert len(set(fast.returns)) > 1  # the episodes differ: each started from its own seed's state
+    for seed in (3, 4):  # one episode: a batched env of one copy steps through the core's scalar step
+        assert evaluate(act, env_id, 1, seed).returns == evaluate(act, env_id, 1, seed, in_arrays=False).returns
 
 
 def test_a_policy_that_takes_rows_sees_the_same_rows_in_the_same_order():
