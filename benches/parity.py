@@ -7,8 +7,8 @@ Thrust's own registered gymnasium env otherwise (bandit, the card game, Snake; S
 handed to SB3 as its features extractor; the card game's action masks go to sb3-contrib's MaskablePPO).
 A setting SB3 cannot express is named under the table, never dropped silently. Both sides evaluate with
 the same function on the same episodes: 10 deterministic episodes every 5k steps (500 on the bandit) on the env
-Thrust's trainer evaluates on (a twin draws other start states than gymnasium's env from the same seed), and the
-final policy on 50 fresh episodes (1000 on the bandit) of the env SB3 trains on.
+Thrust's trainer evaluates on (a twin starts where gymnasium's env starts with the same seed, and steps by Thrust's
+core), and the final policy on 50 fresh episodes (1000 on the bandit) of the env SB3 trains on.
 
 Per row, over the seeds: the final-eval IQM (interquartile mean, rliable's aggregate) of each side with
 its 95% percentile-bootstrap CI, P(Thrust >= SB3) (rliable's probability of improvement: the share of

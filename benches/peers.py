@@ -5,7 +5,7 @@ CartPole, SAC and TD3 on Pendulum, recurrent PPO (sb3-contrib's RecurrentPPO, th
 with its velocities hidden. Thrust trains on its batched CartPole / Pendulum (gymnasium's
 CartPole-v1 / Pendulum-v1 dynamics, tested equal); SB3 on gymnasium's envs in its DummyVecEnv.
 Each run evaluates 10 deterministic episodes every 5k steps (SAC 1k; `--eval-every`; the same episodes on both sides:
-Thrust's env and its trainer's seeds, as gymnasium's env draws other start states from the same seed) and stops
+Thrust's env and its trainer's seeds) and stops
 once the mean reaches 475 (Pendulum: -200), or at the zoo's budget. Reported per pair: training
 env-steps/s with evaluation time excluded, and training seconds to solve; medians over seeds and
 the median of the per-seed Thrust/SB3 ratios.

@@ -201,6 +201,7 @@ COVERED_BY = {
     "envs/core/locomotion.py": "tests/envs/test_locomotion.py",
     "envs/mujoco_physics.py": "tests/envs/test_locomotion.py",
     "envs/core/pendulum.py": "tests/envs/test_core.py",
+    "envs/core/pcg64.py": "tests/envs/test_core.py",
     "envs/core/snake.py": "tests/envs/test_core.py",
     "envs/core/vector.py": "tests/envs/test_vector_core.py",
     "envs/demo.py": "tests/envs/test_core.py",

@@ -256,9 +256,9 @@ def test_only_names_an_envs_rows_or_one_preset_row_alone(parity):
 
 def test_sb3s_evaluations_during_training_play_the_episodes_thrusts_trainer_plays(parity, monkeypatch):
     """On a twin row (Thrust's CartPole, gymnasium's for SB3's training) SB3's evaluations every `eval_every` steps
-    run on Thrust's env with the trainer's seeds: gymnasium's env draws other start states from the same seed, so
-    the steps to target and the late read would compare different episodes; the final evaluation stays on the env
-    SB3 trains on, for both sides."""
+    run on Thrust's env with the trainer's seeds, so the steps to target and the late read compare the episodes
+    Thrust's trainer plays (a twin starts where gymnasium's env starts with a seed; the steps are Thrust's core's);
+    the final evaluation stays on the env SB3 trains on, for both sides."""
     import thrust_app.training.evaluation as evaluation
     from thrust_app.training.trainer import EVAL_SEED_OFFSET
 

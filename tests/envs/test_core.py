@@ -224,3 +224,37 @@ def test_the_card_games_rules_and_its_legal_moves():
         result = env.step(action)
         assert result.reward == want and result.truncated == (turn == 19)
         obs = result.obs
+
+
+def test_the_plain_python_generator_draws_numpys_default_rng_stream():
+    import numpy as np
+
+    from thrust_app.envs.core.pcg64 import NumpyRandom
+
+    for seed in [*range(60), 1_000_000, 2**32 - 1, 2**32, 2**64 + 3, 10**30]:  # one to four 32-bit words, and more
+        numpy_rng, mine = np.random.default_rng(seed), NumpyRandom(seed)
+        assert [mine.uniform(-0.05, 0.05) for _ in range(4)] == numpy_rng.uniform(-0.05, 0.05, size=4).tolist(), seed
+        assert [mine.random() for _ in range(3)] == numpy_rng.random(3).tolist(), seed
+    with pytest.raises(ValueError, match="seed must be >= 0"):
+        NumpyRandom(-1)
+
+
+@pytest.mark.parametrize(
+    "env_id, gymnasium_id",
+    [
+        ("cartpole", "CartPole-v1"),
+        ("pendulum", "Pendulum-v1"),
+        ("acrobot", "Acrobot-v1"),
+        ("mountaincar", "MountainCar-v0"),
+        ("mountaincar-continuous", "MountainCarContinuous-v0"),
+    ],
+)
+def test_a_twin_starts_where_gymnasiums_env_starts_with_the_same_seed(env_id, gymnasium_id):
+    import gymnasium as gym
+    import numpy as np
+
+    core, theirs = make_core(env_id), gym.make(gymnasium_id)
+    for seed in (0, 7, 1_000_000, 2**40):
+        np.testing.assert_array_equal(np.float32(core.reset(seed=seed)), theirs.reset(seed=seed)[0])
+        np.testing.assert_array_equal(np.float32(core.reset()), theirs.reset()[0])  # the stream goes on alike
+    theirs.close()

@@ -74,7 +74,7 @@ def test_each_row_starts_where_the_registered_env_starts_with_its_seed():
 @pytest.mark.parametrize(
     "env_id, kwargs, pipeline, memory",
     [
-        ("CartPole-v1", None, None, 0),  # gymnasium's env: other start states from the same seeds
+        ("CartPole-v1", None, None, 0),  # gymnasium's own env (its code, not Thrust's core)
         ("snake", None, None, 0),  # no array-batched form
         ("cartpole", None, Pipeline(frame_stack=2), 0),  # the pipeline changes what the policy sees
         ("pendulum-novel", None, None, 16),  # a policy with memory

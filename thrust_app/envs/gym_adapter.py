@@ -2,7 +2,8 @@
 
 One adapter serves all four: it turns the core's flat observation lists into float32 arrays of the
 right shape and its spaces into gymnasium spaces. Seeds pass straight through, so
-`env.reset(seed=s)` starts the same episode as the core (and the browser player) with seed `s`.
+`env.reset(seed=s)` starts the same episode as the core (and the browser player) with seed `s`; a twin of a
+gymnasium env (CartPole, Pendulum, Acrobot, the MountainCars) starts where that env starts (core/pcg64.py).
 """
 
 from __future__ import annotations

@@ -10,11 +10,11 @@ same order (float64, as numpy computes it), so the states agree bit for bit; the
 from __future__ import annotations
 
 import math
-import random
 from typing import Any
 
 from .base import Box, CoreEnv, Discrete
 from .mountain_car import f32
+from .pcg64 import NumpyRandom
 
 DT = 0.2
 LINK_LENGTH_1 = LINK_MASS_1 = LINK_MASS_2 = LINK_MOI = 1.0
@@ -82,6 +82,7 @@ class Acrobot(CoreEnv):
     )
     action_space = Discrete(3)
     max_episode_steps = 500
+    generator = NumpyRandom  # gymnasium's draws: reset(seed=s) starts where gymnasium's env starts
 
     def __init__(self) -> None:
         super().__init__()
@@ -92,7 +93,7 @@ class Acrobot(CoreEnv):
         theta1, theta2, dtheta1, dtheta2 = self.state
         return [math.cos(theta1), math.sin(theta1), math.cos(theta2), math.sin(theta2), dtheta1, dtheta2]
 
-    def _reset(self, rng: random.Random) -> list[float]:
+    def _reset(self, rng: NumpyRandom) -> list[float]:
         self.state, self.last_torque = [f32(rng.uniform(-0.1, 0.1)) for _ in range(4)], 0.0
         return self._observe()
 

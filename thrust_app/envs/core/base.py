@@ -14,6 +14,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
+from .pcg64 import NumpyRandom
+
 
 class EnvError(Exception):
     """Base class of every error an environment raises on bad use."""
@@ -141,9 +143,12 @@ class CoreEnv(ABC):
     action_space: Space
     #: Steps after which an episode is truncated (gymnasium's TimeLimit); None for no limit.
     max_episode_steps: int | None = None
+    #: The generator `_reset` draws from: a gymnasium env's twin takes NumpyRandom (pcg64.py), so that a seed
+    #: starts the episode gymnasium's env starts with it.
+    generator: type[random.Random] | type[NumpyRandom] = random.Random
 
     def __init__(self) -> None:
-        self._rng = random.Random()
+        self._rng = self.generator()
         self._running = False
         self.steps = 0
         self.episode_return = 0.0
@@ -182,7 +187,7 @@ class CoreEnv(ABC):
         return self._running
 
     @abstractmethod
-    def _reset(self, rng: random.Random) -> list[float]: ...
+    def _reset(self, rng: random.Random | NumpyRandom) -> list[float]: ...
 
     @abstractmethod
     def _step(self, action: Any) -> tuple[list[float], float, bool, bool]: ...

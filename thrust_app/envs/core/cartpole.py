@@ -7,10 +7,10 @@ Anderson, 1983), in float64 as there; observations are the same four numbers.
 from __future__ import annotations
 
 import math
-import random
 from typing import Any
 
 from .base import Box, CoreEnv, Discrete
+from .pcg64 import NumpyRandom
 
 GRAVITY = 9.8
 MASS_CART = 1.0
@@ -41,13 +41,14 @@ class CartPole(CoreEnv):
     )
     action_space = Discrete(2)
     max_episode_steps = 500
+    generator = NumpyRandom  # gymnasium's draws: reset(seed=s) starts where gymnasium's env starts
 
     def __init__(self) -> None:
         super().__init__()
         self.state = [0.0, 0.0, 0.0, 0.0]
         self.last_action: int | None = None
 
-    def _reset(self, rng: random.Random) -> list[float]:
+    def _reset(self, rng: NumpyRandom) -> list[float]:
         self.state = [rng.uniform(-RESET_BOUND, RESET_BOUND) for _ in range(4)]
         self.last_action = None
         return list(self.state)

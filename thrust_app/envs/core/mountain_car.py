@@ -10,11 +10,11 @@ numpy's float32 arithmetic rounds).
 from __future__ import annotations
 
 import math
-import random
 import struct
 from typing import Any
 
 from .base import Box, CoreEnv, Discrete
+from .pcg64 import NumpyRandom
 
 MIN_POSITION, MAX_POSITION, MAX_SPEED, GOAL_POSITION = -1.2, 0.6, 0.07, 0.5
 FORCE, GRAVITY, POWER = 0.001, 0.0025, 0.0015
@@ -37,13 +37,14 @@ class Valley(CoreEnv):
     for the renderers; each car's `_step` is its own."""
 
     observation_space = OBSERVATION
+    generator = NumpyRandom  # gymnasium's draws: reset(seed=s) starts where gymnasium's env starts
 
     def __init__(self) -> None:
         super().__init__()
         self.state = [0.0, 0.0]
         self.last_push = 0.0
 
-    def _reset(self, rng: random.Random) -> list[float]:
+    def _reset(self, rng: NumpyRandom) -> list[float]:
         self.state, self.last_push = [rng.uniform(RESET_LOW, RESET_HIGH), 0.0], 0.0
         return [f32(value) for value in self.state]  # gymnasium observes the float64 start as float32
 

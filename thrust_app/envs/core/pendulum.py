@@ -7,10 +7,10 @@ Swing a frictionless pendulum up and hold it: torque in [-2, 2], reward
 from __future__ import annotations
 
 import math
-import random
 from typing import Any
 
 from .base import Box, CoreEnv
+from .pcg64 import NumpyRandom
 
 MAX_SPEED = 8.0
 MAX_TORQUE = 2.0
@@ -36,13 +36,14 @@ class Pendulum(CoreEnv):
     observation_space = Box(low=(-1.0, -1.0, -MAX_SPEED), high=(1.0, 1.0, MAX_SPEED), shape=(3,))
     action_space = Box(low=(-MAX_TORQUE,), high=(MAX_TORQUE,), shape=(1,))
     max_episode_steps = 200
+    generator = NumpyRandom  # gymnasium's draws: reset(seed=s) starts where gymnasium's env starts
 
     def __init__(self) -> None:
         super().__init__()
         self.state = [math.pi, 0.0]
         self.last_torque: float | None = None
 
-    def _reset(self, rng: random.Random) -> list[float]:
+    def _reset(self, rng: NumpyRandom) -> list[float]:
         self.state = [rng.uniform(-math.pi, math.pi), rng.uniform(-1.0, 1.0)]
         self.last_torque = None
         return self._obs()
