@@ -147,19 +147,19 @@ class ArrayBatchedEnv(VecEnv):
         else:
             truncated = xp.zeros_like(terminated)
         done = terminated | truncated
-        final_obs = self._observe(state)
+        final_obs, episode_return, episode_length = self._observe(state), returns, steps
+        state = xp.where(done[:, None], starts, state)
+        steps, returns = xp.where(done, 0, steps), xp.where(done, 0.0, returns)
         out = BatchStep(
-            obs=None,
+            obs=self._observe(state),
             reward=xp.astype(reward, xp.float32),
             terminated=terminated,
             truncated=truncated,
             final_obs=final_obs,
-            episode_return=returns,
-            episode_length=steps,
+            episode_return=episode_return,
+            episode_length=episode_length,
         )
-        state = xp.where(done[:, None], starts, state)
-        steps, returns = xp.where(done, 0, steps), xp.where(done, 0.0, returns)
-        return out._replace(obs=self._observe(state)), state, steps, returns
+        return out, state, steps, returns
 
     def _step_one(self, actions: Any) -> BatchStep:
         """`step` for one numpy copy through the core's scalar `_step`; new start states are drawn only when
