@@ -61,6 +61,37 @@ def numpy_matmul(left: np.ndarray, right: np.ndarray, out: np.ndarray) -> None:
     np.matmul(left, right, out=out)
 
 
+def activate_(z: torch.Tensor, activation: str) -> torch.Tensor:
+    """The activation applied in place. On a large CPU tensor tanh is computed as 2 * sigmoid(2z) - 1:
+    the same function to within 2e-7, and several times faster than torch.tanh on these CPUs (AVX2 and
+    AVX-512: 2.7 ns an element on one thread against sigmoid's 0.4), where tanh is the costliest op of a
+    small tanh MLP's update. Small tensors and GPU tensors get the one-op tanh."""
+    if activation == "relu":
+        return z.relu_()
+    if z.numel() < 4096 or z.device.type != "cpu":
+        return z.tanh_()
+    return z.mul_(2.0).sigmoid_().mul_(2.0).sub_(1.0)
+
+
+class Activation(torch.autograd.Function):
+    """`activate_` for autograd: y = f(z) in place of z (an intermediate no other backward reads), and
+    dL/dz = `activation_backward` from y. What a stacked forward under autograd uses where the written-out
+    passes call `activate_` (stacked_seeds.py)."""
+
+    @staticmethod
+    def forward(ctx, z: torch.Tensor, activation: str) -> torch.Tensor:
+        ctx.mark_dirty(z)
+        out = activate_(z, activation)
+        ctx.activation = activation
+        ctx.save_for_backward(out)
+        return out
+
+    @staticmethod
+    def backward(ctx, grad: torch.Tensor) -> tuple[torch.Tensor, None]:
+        (out,) = ctx.saved_tensors
+        return activation_backward(grad, out, ctx.activation), None
+
+
 def activation_backward(grad: torch.Tensor, out: torch.Tensor, activation: str) -> torch.Tensor:
     """dL/dz from dL/d out and out = f(z): tanh' = 1 - out^2, relu' = [out > 0]."""
     if activation == "tanh":
