@@ -23,7 +23,6 @@ from ..algos import build_algorithm
 from ..config import ConfigError
 from ..envs.pipeline import Pipeline
 from ..runs.lock import RunLock
-from ..speed.allocator import keep_freed_memory
 from ..speed.stacked_seeds import StackedGreedy, StackedOnPolicy, unbatchable_reason
 from .device import resolve_device
 from .evaluation import EvalResult, evaluate
@@ -233,5 +232,4 @@ def train_seeds(
             f"thrust: training {first.algo} on {first.env} for {first.timesteps:,} steps per seed, {len(seeds)} seeds "
             f"as one batch ({seeds[0]}..{seeds[-1]}), device {torch_device}, run folders under {runs_root}"
         )
-        keep_freed_memory()  # the batch's megabyte tensors, freed every minibatch step, are reused, not re-faulted
         return SeedBatch(trainers, streams, progress).run()
