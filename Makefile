@@ -52,6 +52,7 @@ bench: install $(NODE_MODULES)
 	$(PY) benches/update_floor.py --rounds 1
 	$(PY) benches/watch_render.py --rounds 1
 	$(PY) benches/batched_seeds.py --seeds 1,4 --timesteps 2560 --rounds 1
+	$(PY) benches/stacked_update.py --seeds 4 --rounds 1 --steps 10
 
 peers: install
 	$(PY) -m pip install -q stable-baselines3 $(TORCH)

@@ -199,4 +199,6 @@ def test_torch_policy_rebuilt_from_a_reference_bundle_acts_like_it(name):
         out = graph(*(torch.from_numpy(x) for x in (obs, state) if x is not None))
     want = (out[1] if bundle.discrete else out[0] if isinstance(out, tuple) else out).numpy()
     got = OnnxPolicy(bundle).act(obs, None, state)
-    np.testing.assert_allclose(want, got[0] if memory else got, atol=1e-5)
+    # float32 products summed in torch's order and in onnxruntime's: 1.3e-5 apart on one action of the SAC HalfCheetah
+    # bundle (256-wide layers) on an AMD EPYC (Zen 4), under 1e-5 on an Intel Xeon; a wrong graph is off by far more
+    np.testing.assert_allclose(want, got[0] if memory else got, rtol=1e-4, atol=1e-5)
