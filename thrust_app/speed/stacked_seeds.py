@@ -76,7 +76,8 @@ class StackedTowers:
         self.net = net
         self.width = net.towers.hidden[0]
         #: The towers' activation under autograd, by the written-out passes' `activate_` (tanh as 2 sigmoid(2z) - 1
-        #: on large CPU tensors, several times faster than torch.tanh there; equal to within 2e-7)
+        #: on large CPU tensors, equal to within 2e-7; the batch's step 1.48x faster than with torch.tanh at 32 seeds,
+        #: benches/stacked_update.py)
         self.activate = partial(Activation.apply, activation=net.towers.activation)
         self.n_layers = len(net.towers.weights)
         offsets = np.cumsum([0, *padded_sizes(list(net.parameters()))])
@@ -96,8 +97,8 @@ class StackedTowers:
 
     def tower(self, params: dict, obs: torch.Tensor, index: int) -> torch.Tensor:
         """Tower `index`'s features (N, B, h) of every seed's observations obs (N, B, d). The tower's first layer is
-        its own rows of the shared input layer (policy rows first), so no (N, B, 2h) product is sliced: slicing
-        it cost a zero-filled (N, B, 2h) gradient per tower in the backward."""
+        its own rows of the shared input layer (policy rows first), so no (N, B, 2h) product is formed: slicing one
+        per tower would zero-fill a gradient of that size per tower in the backward."""
         rows = slice(index * self.width, (index + 1) * self.width)
         weight = params["towers.input_layer.weight"][:, rows]  # (N, h, d)
         bias = params["towers.input_layer.bias"][:, rows].unsqueeze(1)  # (N, 1, h)
