@@ -1,6 +1,7 @@
 """The written-out forward and backward of a plain MLP (nn.Linear layers with one activation between
 them), and Adam's step on one flat parameter: the pieces the written-out updates share
-(actor_critic_backward.py for A2C/PPO, dqn_backward.py for DQN, sac_backward.py for SAC).
+(actor_critic_backward.py for A2C/PPO, dqn_backward.py for DQN, sac_backward.py for SAC). The activation
+also serves a seed batch's stacked forward under autograd (`Activation`, stacked_seeds.py).
 
 A forward keeps every layer's output; the backward walks them in reverse and writes each layer's
 gradient into its `.grad` (a view into the net's flat gradient buffer, flat_params.py) with `out=`.
